@@ -1,0 +1,136 @@
+"""Seams the consumer fills: the tool allowlist (tier C) and the predicate cells.
+
+These are behaviour, not data, so they are Protocols rather than wire models: they live on the
+worker and in the process that freezes plans, and never travel inside a plan or a payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from orchestration.types import BranchNode, FrameRef, NodeOutput, SelectNode
+
+__all__ = [
+    "ArtifactReturn",
+    "BranchVerdict",
+    "BytesReturn",
+    "InvocableTools",
+    "MediaReturn",
+    "PredicateContext",
+    "PredicateEvaluator",
+    "PredicateVerdict",
+    "SelectVerdict",
+    "TextReturn",
+    "ToolReturn",
+]
+
+
+@dataclass(frozen=True)
+class TextReturn:
+    """The tool returns a string (or a mapping of declared fields)."""
+
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class BytesReturn:
+    """The tool returns bytes: not pathable, so it cannot feed declared fields."""
+
+    kind: Literal["bytes"] = "bytes"
+
+
+@dataclass(frozen=True)
+class MediaReturn:
+    """The tool returns media: not pathable, so it cannot feed declared fields."""
+
+    kind: Literal["media"] = "media"
+
+
+@dataclass(frozen=True)
+class ArtifactReturn:
+    """The tool returns an artifact of ``artifact_class``; transforms may read it."""
+
+    artifact_class: type
+    kind: Literal["artifact"] = "artifact"
+
+
+ToolReturn = TextReturn | BytesReturn | MediaReturn | ArtifactReturn
+
+
+@runtime_checkable
+class InvocableTools(Protocol):
+    """The tier-C boundary: which tools a staged call may invoke, and what each returns."""
+
+    def has(self, tool: str) -> bool:
+        """Whether a staged call may invoke ``tool`` unattended."""
+        ...
+
+    def names(self) -> Sequence[str]:
+        """Every allowed tool name, for refusals that name what IS available."""
+        ...
+
+    def returns(self, tool: str) -> ToolReturn | None:
+        """What ``tool`` returns; ``None`` when undeclared (a transform over it is refused)."""
+        ...
+
+
+@dataclass(frozen=True)
+class BranchVerdict:
+    """A branch's decision."""
+
+    matched: bool
+    kind: Literal["branch"] = "branch"
+
+
+@dataclass(frozen=True)
+class SelectVerdict:
+    """A select's decision: a case label, or ``None`` for the default edge."""
+
+    case_label: str | None
+    kind: Literal["select"] = "select"
+
+
+PredicateVerdict = BranchVerdict | SelectVerdict
+
+
+@dataclass(frozen=True)
+class PredicateContext:
+    """What a cell may read: the frame's branch-local outputs and the frame. Nothing live."""
+
+    outputs: Mapping[str, NodeOutput]
+    frame: FrameRef
+
+
+@runtime_checkable
+class PredicateEvaluator(Protocol):
+    """A predicate cell: interprets a branch/select node's own predicate form.
+
+    ``deterministic`` cells (no clock, no I/O, no randomness) are evaluated inside workflow
+    code; others run in a local activity.
+    """
+
+    @property
+    def id(self) -> str:
+        """How a node names this cell in ``evaluator``."""
+        ...
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether ``evaluate`` is pure enough to run inside a workflow."""
+        ...
+
+    async def load(self) -> None:
+        """Acquire what the cell needs; a missing dependency fails here, at construction."""
+        ...
+
+    async def validate(self, node: BranchNode | SelectNode) -> None:
+        """Raise ``ValueError`` naming the fix when the predicate shape is unusable."""
+        ...
+
+    async def evaluate(
+        self, node: BranchNode | SelectNode, ctx: PredicateContext
+    ) -> PredicateVerdict:
+        """Decide the node's outcome for one frame."""
+        ...

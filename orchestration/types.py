@@ -1,0 +1,980 @@
+"""Wire types: the one source of truth for every contract more than one module touches.
+
+These frozen pydantic models are, at once, the Temporal payloads (through the pydantic data
+converter), the records the stores persist, the input of the digest, and the exported JSON
+Schema. Python attributes are snake_case; the wire form (JSON, and the canonical MessagePack the
+digest hashes) uses the contract's camelCase names, so the schema reads like the contract.
+
+Staged values (call arguments, predicates, output fields) are ``Annotated[Any, ValueSchema]``
+fields: checked against the encodable subset when a model is built, kept as the caller's objects
+in Python, and written in the tagged JSON form of :mod:`orchestration.encoding` on the wire.
+Build models from JSON with ``model_validate_json`` (or a ``TypeAdapter``'s ``validate_json``):
+only JSON mode reads tags, so a Python dict that looks like ``{"$ref": ...}`` stays a dict.
+
+Fields the contract calls required but whose absence freeze must *report* (a call's
+``replaySafe``, ``onIndeterminate`` and ``onMissingValue``) are optional here, so an authoring
+model sees every issue of its plan at once instead of a refusal per op.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from orchestration.encoding import NodeRef, ValueSchema
+from orchestration.routes import BranchId, EdgeSegment, JoinSegment, RouteSegment
+
+__all__ = [
+    "DEFAULT_PLAN_BOUNDS",
+    "AddEdgeOp",
+    "AddNodeOp",
+    "ApprovalRecord",
+    "ArgMap",
+    "ArgValue",
+    "ArtifactHandle",
+    "AuthorityClaim",
+    "AuthorityVerb",
+    "BooleanField",
+    "BranchDefinition",
+    "BranchId",
+    "BranchNode",
+    "BudgetExhausted",
+    "CallDefinition",
+    "CallNode",
+    "CloneProvenance",
+    "DeclaredField",
+    "DeviationAbort",
+    "EdgeHandle",
+    "EdgeSegment",
+    "EdgeTaken",
+    "EdgeTakenRecord",
+    "EmitRows",
+    "EmitValue",
+    "EncodableValue",
+    "EntryDefinition",
+    "EntryNode",
+    "EnumField",
+    "ErrorInfo",
+    "FieldChange",
+    "FrameRef",
+    "Frontier",
+    "FrontierSnapshot",
+    "GateTimeout",
+    "InterruptionCause",
+    "JoinArrival",
+    "JoinDefinition",
+    "JoinNode",
+    "JoinSegment",
+    "JoinState",
+    "JoinUnsatisfiable",
+    "NodeChange",
+    "NodeDefinition",
+    "NodeEntered",
+    "NodeFailed",
+    "NodeOutcome",
+    "NodeOutput",
+    "NodeSettled",
+    "NumberField",
+    "OperatorStop",
+    "OutcomeFailed",
+    "OutcomeOk",
+    "OutcomeSkipped",
+    "OutputItem",
+    "OutputSchemaViolation",
+    "PendingFrame",
+    "PlanBounds",
+    "PlanDiff",
+    "PlanEdge",
+    "PlanIssue",
+    "PlanNode",
+    "PlanNodeKind",
+    "PlanOp",
+    "PlanProvenance",
+    "PlanState",
+    "PlanSummary",
+    "PredicateUnevaluatable",
+    "ProcessDeath",
+    "PromptPart",
+    "RawPlanView",
+    "ReasonDefinition",
+    "ReasonNode",
+    "RemoveEdgeOp",
+    "RemoveNodeOp",
+    "RevisionRef",
+    "RouteSegment",
+    "RunEvent",
+    "RunInterrupted",
+    "RunOutcome",
+    "RunProjection",
+    "RunSettled",
+    "RunStarted",
+    "SelectDefinition",
+    "SelectNode",
+    "SetBoundsOp",
+    "SetNodeDefinitionOp",
+    "SetNodeFieldOp",
+    "SetNodePhaseOp",
+    "StringField",
+    "TemplateArgValue",
+    "TemplateProvenance",
+    "TextPart",
+    "TransformDefinition",
+    "TransformNode",
+    "TransformStep",
+    "TurnAbort",
+    "AuthorityRevoked",
+    "ValueMap",
+    "WireModel",
+]
+
+
+class WireModel(BaseModel):
+    """Base of every wire type: frozen, closed, camelCase on the wire."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+EncodableValue = Annotated[Any, ValueSchema("none")]
+"""A value in the closed encodable subset (see :mod:`orchestration.encoding`)."""
+
+ArgValue = Annotated[Any, ValueSchema("node")]
+"""A staged value: an encodable value that may also hold :class:`NodeRef`s."""
+
+TemplateArgValue = Annotated[Any, ValueSchema("template")]
+"""A template's staged value: may also hold :class:`~orchestration.encoding.ParamRef` holes."""
+
+ArgMap = Annotated[dict[str, Any], ValueSchema("node", mapping=True)]
+"""Named staged values (a call's ``args``), checked in one pass."""
+
+ValueMap = Annotated[dict[str, Any], ValueSchema("none", mapping=True)]
+"""Named encodable values (an output item's fields, a step's args)."""
+
+PlanState = Literal["editable", "reviewable", "executable"]
+PlanNodeKind = Literal["entry", "call", "reason", "transform", "branch", "select", "join"]
+AuthorityVerb = Literal["list", "read", "create", "update", "delete"]
+EdgeHandle = str
+"""``always``, ``match``, ``no_match``, ``default``, ``error`` or ``case_<label>``."""
+
+_FIXED_HANDLES = frozenset({"always", "match", "no_match", "default", "error"})
+
+
+# --------------------------------------------------------------------------------------------
+# Declared fields, authority, bounds
+# --------------------------------------------------------------------------------------------
+
+
+class StringField(WireModel):
+    """A string field, optionally capped in UTF-8 bytes."""
+
+    path: str
+    type: Literal["string"] = "string"
+    max_bytes: int | None = Field(default=None, ge=0)
+
+
+class NumberField(WireModel):
+    """A number field (int or float)."""
+
+    path: str
+    type: Literal["number"] = "number"
+
+
+class BooleanField(WireModel):
+    """A boolean field."""
+
+    path: str
+    type: Literal["boolean"] = "boolean"
+
+
+class EnumField(WireModel):
+    """A string field restricted to ``values``."""
+
+    path: str
+    type: Literal["enum"] = "enum"
+    values: tuple[str, ...]
+
+
+DeclaredField = Annotated[
+    Union[StringField, NumberField, BooleanField, EnumField], Field(discriminator="type")
+]
+"""One field a node promises to produce, or a run's input must supply."""
+
+
+class AuthorityClaim(WireModel):
+    """One unit of authority a call claims: a verb on instances (scope) of a capability."""
+
+    capability: str
+    scope: str
+    verb: AuthorityVerb
+
+
+class PlanBounds(WireModel):
+    """The resource envelope. Plan content: digested and approved with the plan."""
+
+    max_nodes: int = Field(ge=1)
+    max_edges: int = Field(ge=0)
+    max_steps: int = Field(ge=1)
+    max_concurrent_frames: int = Field(ge=1)
+    max_encoded_bytes: int = Field(ge=1)
+
+
+DEFAULT_PLAN_BOUNDS = PlanBounds(
+    max_nodes=256,
+    max_edges=512,
+    max_steps=4096,
+    max_concurrent_frames=32,
+    max_encoded_bytes=1_048_576,
+)
+"""The fold's seed: an empty log has these bounds, so revision 0 has a well-defined digest."""
+
+
+# --------------------------------------------------------------------------------------------
+# Node definitions
+# --------------------------------------------------------------------------------------------
+
+
+class EntryDefinition(WireModel):
+    """The one place external input enters: the fields a run's input must supply."""
+
+    input: tuple[DeclaredField, ...] = ()
+
+
+class CallDefinition(WireModel):
+    """A staged tool invocation: the node kind the whole approval exists to gate."""
+
+    tool: str
+    args: ArgMap = Field(default_factory=dict)
+    output: tuple[DeclaredField, ...] = ()
+    on_missing_value: Literal["fail", "omit"] | None = None
+    authority: tuple[AuthorityClaim, ...] = ()
+    replay_safe: bool | None = None
+    """A fact about the tool: may it be re-invoked with the same arguments?"""
+    on_indeterminate: Literal["retry", "halt", "skip"] | None = None
+    """A decision about this call: what to do when it started and its outcome is unknown."""
+    declassifies: tuple[str, ...] | None = None
+    """Output paths this tool is trusted to sanitise; the only way taint is cleared."""
+
+
+class TextPart(WireModel):
+    """Literal prompt text."""
+
+    text: str
+
+
+PromptPart = Annotated[Union[TextPart, NodeRef], Field(union_mode="left_to_right")]
+"""Literal text or a reference; a prompt is a sequence of these, never a string with a DSL."""
+
+
+class ReasonDefinition(WireModel):
+    """A model turn that must answer through one forced tool call whose arguments are the output."""
+
+    prompt: tuple[PromptPart, ...]
+    output_schema: str
+    """A JSON Schema object, encoded as a string, so the plan stays plain data."""
+    max_attempts: int
+
+
+class TransformStep(WireModel):
+    """One step: a descriptor's LLM-facing ``name`` and its arguments."""
+
+    name: str
+    args: ValueMap | None = None
+
+
+class EmitValue(WireModel):
+    """The final result becomes one item with one field."""
+
+    as_: Literal["value"] = Field(default="value", alias="as")
+    field: str
+
+
+class EmitRows(WireModel):
+    """The final result must be a list; each element becomes one item."""
+
+    as_: Literal["rows"] = Field(default="rows", alias="as")
+
+
+class TransformDefinition(WireModel):
+    """Reads a slice of a call's artifact through the artifact class's own methods."""
+
+    source: NodeRef
+    steps: tuple[TransformStep, ...]
+    emit: Annotated[Union[EmitValue, EmitRows], Field(discriminator="as_")]
+    output: tuple[DeclaredField, ...] = ()
+
+
+class BranchDefinition(WireModel):
+    """Two-way: the cell's verdict picks ``match`` or ``no_match``."""
+
+    evaluator: str
+    predicate: EncodableValue
+
+
+class SelectDefinition(WireModel):
+    """N-way: the verdict names a case label, or falls to the required ``default`` edge."""
+
+    evaluator: str
+    predicate: EncodableValue
+    cases: tuple[str, ...]
+
+
+class JoinDefinition(WireModel):
+    """A diamond barrier. Nothing to configure: the fork and ``required`` come from the graph."""
+
+    kind: Literal["diamond"] | None = None
+
+
+NodeDefinition = Union[
+    EntryDefinition,
+    CallDefinition,
+    ReasonDefinition,
+    TransformDefinition,
+    BranchDefinition,
+    SelectDefinition,
+    JoinDefinition,
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Nodes and edges
+# --------------------------------------------------------------------------------------------
+
+
+class _NodeBase(WireModel):
+    id: str
+    phase: str | None = None
+    """A label for reading and progress; edges alone order execution."""
+
+
+class EntryNode(_NodeBase):
+    """The entry node."""
+
+    kind: Literal["entry"] = "entry"
+    definition: EntryDefinition = Field(default_factory=EntryDefinition)
+
+
+class CallNode(_NodeBase):
+    """A call node."""
+
+    kind: Literal["call"] = "call"
+    definition: CallDefinition
+
+
+class ReasonNode(_NodeBase):
+    """A reason node."""
+
+    kind: Literal["reason"] = "reason"
+    definition: ReasonDefinition
+
+
+class TransformNode(_NodeBase):
+    """A transform node."""
+
+    kind: Literal["transform"] = "transform"
+    definition: TransformDefinition
+
+
+class BranchNode(_NodeBase):
+    """A branch node."""
+
+    kind: Literal["branch"] = "branch"
+    definition: BranchDefinition
+
+
+class SelectNode(_NodeBase):
+    """A select node."""
+
+    kind: Literal["select"] = "select"
+    definition: SelectDefinition
+
+
+class JoinNode(_NodeBase):
+    """A join node."""
+
+    kind: Literal["join"] = "join"
+    definition: JoinDefinition = Field(default_factory=JoinDefinition)
+
+
+PlanNode = Annotated[
+    Union[EntryNode, CallNode, ReasonNode, TransformNode, BranchNode, SelectNode, JoinNode],
+    Field(discriminator="kind"),
+]
+"""A node: identity, phase label, and exactly one kind-specific definition."""
+
+
+class PlanEdge(WireModel):
+    """A directed edge; ``handle`` decides when it fires given the source's outcome."""
+
+    id: str
+    from_: str = Field(alias="from")
+    to: str
+    handle: EdgeHandle
+
+    @field_validator("handle")
+    @classmethod
+    def _known_handle(cls, handle: str) -> str:
+        if handle in _FIXED_HANDLES or handle.startswith("case_"):
+            return handle
+        raise ValueError(
+            f"handle {handle!r} is not one of always, match, no_match, default, error, "
+            "case_<label>"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Ops
+# --------------------------------------------------------------------------------------------
+
+
+class _OpBase(WireModel):
+    op_id: str = Field(min_length=1)
+    actor_id: str = Field(min_length=1)
+    lamport: int = Field(ge=0)
+    at: str
+    """ISO-8601 time the op was authored. Not part of the fold order."""
+
+    def order_key(self) -> tuple[int, str, str]:
+        """The fold's total order: ``(lamport, actorId, opId)``."""
+        return (self.lamport, self.actor_id, self.op_id)
+
+
+class AddNodeOp(_OpBase):
+    """Add a node, or replace the node with that id (keeping its position)."""
+
+    op: Literal["add_node"] = "add_node"
+    node: PlanNode
+
+
+class RemoveNodeOp(_OpBase):
+    """Remove a node and the incident edges recorded with the op (so the fold commutes)."""
+
+    op: Literal["remove_node"] = "remove_node"
+    node_id: str
+    incident_edge_ids: tuple[str, ...] = ()
+
+
+class SetNodeFieldOp(_OpBase):
+    """Set one field inside a node's definition by dot path; the value may hold NodeRefs."""
+
+    op: Literal["set_node_field"] = "set_node_field"
+    node_id: str
+    path: str = Field(min_length=1)
+    value: ArgValue
+
+
+class SetNodeDefinitionOp(_OpBase):
+    """Replace a node's whole definition (its kind stays)."""
+
+    op: Literal["set_node_definition"] = "set_node_definition"
+    node_id: str
+    definition: ArgMap
+    """Validated against the node's kind when folded; an invalid one is reported, not applied."""
+
+    @field_validator("definition", mode="before")
+    @classmethod
+    def _dump_model(cls, definition: object) -> object:
+        if isinstance(definition, BaseModel):
+            return definition.model_dump(by_alias=True, exclude_none=True)
+        return definition
+
+
+class SetNodePhaseOp(_OpBase):
+    """Set or clear (``None``) a node's phase label."""
+
+    op: Literal["set_node_phase"] = "set_node_phase"
+    node_id: str
+    phase: str | None
+
+
+class AddEdgeOp(_OpBase):
+    """Add an edge; a same-id edge is replaced (last writer wins) and reported."""
+
+    op: Literal["add_edge"] = "add_edge"
+    edge: PlanEdge
+
+
+class RemoveEdgeOp(_OpBase):
+    """Remove an edge."""
+
+    op: Literal["remove_edge"] = "remove_edge"
+    edge_id: str
+
+
+class SetBoundsOp(_OpBase):
+    """Replace the bounds wholesale (every member required)."""
+
+    op: Literal["set_bounds"] = "set_bounds"
+    bounds: PlanBounds
+
+
+PlanOp = Annotated[
+    Union[
+        AddNodeOp,
+        RemoveNodeOp,
+        SetNodeFieldOp,
+        SetNodeDefinitionOp,
+        SetNodePhaseOp,
+        AddEdgeOp,
+        RemoveEdgeOp,
+        SetBoundsOp,
+    ],
+    Field(discriminator="op"),
+]
+"""One authoring edit, carrying the identity that orders it in the fold."""
+
+
+# --------------------------------------------------------------------------------------------
+# Views, provenance, summaries, issues, diffs, approval
+# --------------------------------------------------------------------------------------------
+
+
+class CloneProvenance(WireModel):
+    """A clone's lineage; ``completed_at_clone`` is what the renderer warns would repeat."""
+
+    kind: Literal["clone"] = "clone"
+    parent: str
+    parent_digest: str
+    parent_revision: int
+    completed_at_clone: tuple[str, ...] = ()
+
+
+class TemplateProvenance(WireModel):
+    """Instantiation lineage (for the renderer and audit; not a taint mechanism)."""
+
+    kind: Literal["template"] = "template"
+    template: str
+    args: ValueMap = Field(default_factory=dict)
+
+
+PlanProvenance = Annotated[
+    Union[CloneProvenance, TemplateProvenance], Field(discriminator="kind")
+]
+
+
+class RawPlanView(WireModel):
+    """The folded plan content at a revision. No ``state``: that is a property of the plan now."""
+
+    plan_id: str
+    digest: str
+    revision: int
+    nodes: tuple[PlanNode, ...] = ()
+    edges: tuple[PlanEdge, ...] = ()
+    bounds: PlanBounds = DEFAULT_PLAN_BOUNDS
+    provenance: PlanProvenance | None = None
+
+    def node(self, node_id: str) -> PlanNode | None:
+        """The node with that id, or ``None``."""
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        return None
+
+
+class PlanSummary(WireModel):
+    """A plan's headline for listings; carries ``state``, which a view deliberately does not."""
+
+    plan_id: str
+    state: PlanState
+    digest: str
+    revision: int
+    node_count: int
+    label: str | None = None
+    provenance: PlanProvenance | None = None
+    updated_at: str
+
+
+class PlanIssue(WireModel):
+    """One validation finding, addressed to a model: ``message`` names the fix."""
+
+    code: str
+    message: str
+    node_id: str | None = None
+    edge_id: str | None = None
+    severity: Literal["blocking", "advisory"]
+
+
+class RevisionRef(WireModel):
+    """A revision and its digest."""
+
+    revision: int
+    digest: str
+
+
+class FieldChange(WireModel):
+    """One changed field of a node; ``None`` on a side where the field is absent."""
+
+    path: str
+    before: ArgValue = None
+    after: ArgValue = None
+
+
+class NodeChange(WireModel):
+    """The changed fields of one node present in both revisions."""
+
+    node_id: str
+    fields: tuple[FieldChange, ...]
+
+
+class PlanDiff(WireModel):
+    """Structural delta between two folded revisions."""
+
+    from_: RevisionRef = Field(alias="from")
+    to: RevisionRef
+    nodes_added: tuple[PlanNode, ...] = ()
+    nodes_removed: tuple[PlanNode, ...] = ()
+    nodes_changed: tuple[NodeChange, ...] = ()
+    edges_added: tuple[PlanEdge, ...] = ()
+    edges_removed: tuple[PlanEdge, ...] = ()
+
+
+class ApprovalRecord(WireModel):
+    """An operator's decision, bound to exactly the digest and authority set they were shown.
+
+    A denial is not recorded: it is the absence of a record.
+    """
+
+    plan_id: str
+    digest: str
+    authority_set: tuple[AuthorityClaim, ...]
+    """Canonical: deduplicated and sorted, so set equality is a byte comparison."""
+    decided_by: str
+    decided_at: str
+    disposition: Literal["approved"] = "approved"
+
+
+# --------------------------------------------------------------------------------------------
+# Run state: frames, outputs, outcomes, joins
+# --------------------------------------------------------------------------------------------
+
+
+class FrameRef(WireModel):
+    """One execution of one node: the node and the route that reached it."""
+
+    node_id: str
+    kind: PlanNodeKind
+    branch_id: BranchId
+    via_edge_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The frame's table key, ``"<nodeId>:<branchKey>"``."""
+        return f"{self.node_id}:{self.branch_id.key}"
+
+
+class OutputItem(WireModel):
+    """One unit of a node's output; values are encodable (a datetime or a set is legitimate)."""
+
+    json_: ValueMap = Field(alias="json")
+
+
+class NodeOutput(WireModel):
+    """What a node produced on one route; always a list of items."""
+
+    items: tuple[OutputItem, ...]
+    branch_id: BranchId
+
+
+class ArtifactHandle(WireModel):
+    """A persisted pointer to an artifact's bytes: never the bytes themselves.
+
+    ``tag`` names the reader resolver that rebinds it; ``artifact_class`` names the class
+    whose methods a transform may call on it.
+    """
+
+    tag: str
+    locator: str
+    artifact_class: str | None = None
+
+
+OutputTable = dict[str, NodeOutput]
+ArtifactTable = dict[str, ArtifactHandle]
+
+
+class ErrorInfo(WireModel):
+    """A failure's name and message."""
+
+    name: str
+    message: str
+
+
+class OutcomeOk(WireModel):
+    """The frame produced its output."""
+
+    status: Literal["ok"] = "ok"
+    output: NodeOutput
+
+
+class OutcomeFailed(WireModel):
+    """The frame failed; ``handled`` when an ``error`` edge took it."""
+
+    status: Literal["failed"] = "failed"
+    handled: bool
+    error: ErrorInfo
+
+
+class OutcomeSkipped(WireModel):
+    """An indeterminate call resolved by ``skip``."""
+
+    status: Literal["skipped"] = "skipped"
+    reason: Literal["indeterminate_skip"] = "indeterminate_skip"
+
+
+NodeOutcome = Annotated[
+    Union[OutcomeOk, OutcomeFailed, OutcomeSkipped], Field(discriminator="status")
+]
+
+
+class PendingFrame(WireModel):
+    """A live frame with its branch-local value and artifact tables."""
+
+    frame: FrameRef
+    outputs: OutputTable = Field(default_factory=dict)
+    artifacts: ArtifactTable = Field(default_factory=dict)
+
+
+class JoinArrival(WireModel):
+    """One arrival at a barrier, with the tables it arrived with."""
+
+    branch: BranchId
+    edge_id: str
+    outputs: OutputTable = Field(default_factory=dict)
+    artifacts: ArtifactTable = Field(default_factory=dict)
+
+
+class JoinState(WireModel):
+    """A partial barrier, keyed by the arriving route truncated at the join's fork."""
+
+    node_id: str
+    correlation_key: str
+    arrivals: tuple[JoinArrival, ...] = ()
+    required: int
+
+
+# --------------------------------------------------------------------------------------------
+# Interruption causes
+# --------------------------------------------------------------------------------------------
+
+
+class TurnAbort(WireModel):
+    """The run was cancelled."""
+
+    kind: Literal["turn_abort"] = "turn_abort"
+
+
+class OperatorStop(WireModel):
+    """An operator stopped the run."""
+
+    kind: Literal["operator_stop"] = "operator_stop"
+
+
+class GateTimeout(WireModel):
+    """A gate waited past its deadline."""
+
+    kind: Literal["gate_timeout"] = "gate_timeout"
+
+
+class ProcessDeath(WireModel):
+    """A call started and its outcome is unknown; recorded when found, never inferred."""
+
+    kind: Literal["process_death"] = "process_death"
+
+
+class BudgetExhausted(WireModel):
+    """The run reached ``maxSteps``; ``settled`` is the count reached."""
+
+    kind: Literal["budget_exhausted"] = "budget_exhausted"
+    settled: int
+
+
+class DeviationAbort(WireModel):
+    """The run's content or approval does not match what was approved."""
+
+    kind: Literal["deviation_abort"] = "deviation_abort"
+    detail: str
+
+
+class NodeFailed(WireModel):
+    """A node failed with no ``error`` edge to take it."""
+
+    kind: Literal["node_failed"] = "node_failed"
+    node_id: str
+    handled: Literal[False] = False
+
+
+class PredicateUnevaluatable(WireModel):
+    """A cell raised while evaluating a branch or select."""
+
+    kind: Literal["predicate_unevaluatable"] = "predicate_unevaluatable"
+    node_id: str
+
+
+class JoinUnsatisfiable(WireModel):
+    """No live frame can still reach a partial barrier."""
+
+    kind: Literal["join_unsatisfiable"] = "join_unsatisfiable"
+    node_id: str
+
+
+class OutputSchemaViolation(WireModel):
+    """A reason node exhausted its attempts without a valid structured answer."""
+
+    kind: Literal["output_schema_violation"] = "output_schema_violation"
+    node_id: str
+
+
+class AuthorityRevoked(WireModel):
+    """A claim the plan relies on was revoked."""
+
+    kind: Literal["authority_revoked"] = "authority_revoked"
+    claim: AuthorityClaim
+
+
+InterruptionCause = Annotated[
+    Union[
+        TurnAbort,
+        OperatorStop,
+        GateTimeout,
+        ProcessDeath,
+        BudgetExhausted,
+        DeviationAbort,
+        NodeFailed,
+        PredicateUnevaluatable,
+        JoinUnsatisfiable,
+        OutputSchemaViolation,
+        AuthorityRevoked,
+    ],
+    Field(discriminator="kind"),
+]
+"""Why a run stopped short of completing. Closed, so a caller can handle every case."""
+
+
+# --------------------------------------------------------------------------------------------
+# Run events
+# --------------------------------------------------------------------------------------------
+
+RunOutcome = Literal["completed", "halted", "aborted"]
+
+
+class RunStarted(WireModel):
+    """Opens every run log; carries the run id and the digest the run started against."""
+
+    kind: Literal["run_started"] = "run_started"
+    run_id: str
+    digest: str
+    at: str
+
+
+class NodeEntered(WireModel):
+    """Recorded before the node's side effect, so an unsettled call is visibly indeterminate."""
+
+    kind: Literal["node_entered"] = "node_entered"
+    frame: FrameRef
+    at: str
+
+
+class NodeSettled(WireModel):
+    """How a frame settled; carries the output, which is what a fold rebuilds from."""
+
+    kind: Literal["node_settled"] = "node_settled"
+    frame: FrameRef
+    outcome: NodeOutcome
+    at: str
+
+
+class EdgeTaken(WireModel):
+    """An edge fired; carries the produced frame and its branch-local tables."""
+
+    kind: Literal["edge_taken"] = "edge_taken"
+    edge_id: str
+    handle: EdgeHandle
+    from_: FrameRef = Field(alias="from")
+    to: FrameRef
+    outputs: OutputTable = Field(default_factory=dict)
+    artifacts: ArtifactTable = Field(default_factory=dict)
+    evidence: EncodableValue = None
+    at: str
+
+
+class FrontierSnapshot(WireModel):
+    """The whole frontier (live frames and partial barriers) at a point in the log."""
+
+    kind: Literal["frontier_snapshot"] = "frontier_snapshot"
+    frames: tuple[PendingFrame, ...] = ()
+    joins: tuple[JoinState, ...] = ()
+    at: str
+
+
+class RunInterrupted(WireModel):
+    """Why the run stopped short, optionally naming the frame concerned."""
+
+    kind: Literal["run_interrupted"] = "run_interrupted"
+    cause: InterruptionCause
+    frame: FrameRef | None = None
+    at: str
+
+
+class RunSettled(WireModel):
+    """The run ended."""
+
+    kind: Literal["run_settled"] = "run_settled"
+    outcome: RunOutcome
+    at: str
+
+
+RunEvent = Annotated[
+    Union[
+        RunStarted,
+        NodeEntered,
+        NodeSettled,
+        EdgeTaken,
+        FrontierSnapshot,
+        RunInterrupted,
+        RunSettled,
+    ],
+    Field(discriminator="kind"),
+]
+"""The persisted run log's entries; ``fold_run`` derives a projection from these alone."""
+
+
+class Frontier(WireModel):
+    """Live frames and partial barriers."""
+
+    frames: tuple[PendingFrame, ...] = ()
+    joins: tuple[JoinState, ...] = ()
+
+
+class EdgeTakenRecord(WireModel):
+    """One fired edge, as a projection lists it."""
+
+    edge_id: str
+    handle: EdgeHandle
+    evidence: EncodableValue = None
+
+
+class RunProjection(WireModel):
+    """The fold's whole answer to "where did the run stop, and what happened"."""
+
+    run_id: str
+    digest: str
+    frame_status: dict[str, Literal["running", "done", "failed", "skipped"]] = Field(
+        default_factory=dict
+    )
+    node_status_by_id: dict[
+        str, Literal["pending", "running", "done", "failed", "skipped"]
+    ] = Field(default_factory=dict)
+    outputs: OutputTable = Field(default_factory=dict)
+    frontier: Frontier = Field(default_factory=Frontier)
+    indeterminate: tuple[FrameRef, ...] = ()
+    edges_taken: tuple[EdgeTakenRecord, ...] = ()
+    outcome: Literal["running", "completed", "halted", "aborted"] = "running"
+    interruption: InterruptionCause | None = None
+
+
