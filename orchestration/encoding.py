@@ -86,6 +86,7 @@ class NodeRef:
         path: A dot path into the selected item's fields (``None`` reads the whole item).
         branch_id: Which execution of ``node`` to read. ``None`` means "the only one"; a node
             reached by more than one route (anything at or after a join) needs it.
+
     """
 
     __slots__ = ("_packed", "branch_id", "node", "path", "select")
@@ -94,6 +95,7 @@ class NodeRef:
     select: Select
     path: str | None
     branch_id: BranchId | None
+    _packed: bytes | None
 
     def __init__(
         self,
@@ -134,6 +136,15 @@ class NodeRef:
 
     def _identity(self) -> tuple[object, ...]:
         return (self.node, self.select, self.path, self.branch_id)
+
+    def __copy__(self) -> NodeRef:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> NodeRef:
+        return self
+
+    def __reduce__(self) -> tuple[type[NodeRef], tuple[object, ...]]:
+        return (NodeRef, self._identity())
 
     def __eq__(self, other: object) -> bool:
         return type(other) is NodeRef and self._identity() == other._identity()
@@ -206,6 +217,7 @@ class ParamRef:
 
     Attributes:
         path: The name of the template parameter whose argument replaces this hole.
+
     """
 
     __slots__ = ("path",)
@@ -222,6 +234,15 @@ class ParamRef:
 
     def __eq__(self, other: object) -> bool:
         return type(other) is ParamRef and self.path == other.path
+
+    def __copy__(self) -> ParamRef:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> ParamRef:
+        return self
+
+    def __reduce__(self) -> tuple[type[ParamRef], tuple[str]]:
+        return (ParamRef, (self.path,))
 
     def __hash__(self) -> int:
         return hash(("ParamRef", self.path))
@@ -303,6 +324,7 @@ def validate_value(value: Any, refs: RefPolicy = "none", path: str = "") -> Any:
 
     Raises:
         UnencodableValueError: naming the first refused part and its path.
+
     """
     _check(value, refs, path, 0, set())
     return value
@@ -416,7 +438,8 @@ def _array_header(n: int) -> bytes:
 
 
 def _pack(value: Any, opts: int) -> bytes:
-    return cast(bytes, ormsgpack.packb(value, default=_default, option=opts))
+    packed: bytes = ormsgpack.packb(value, default=_default, option=opts)
+    return packed
 
 
 def _pattern_source(p: re.Pattern[Any]) -> Any:
@@ -509,16 +532,18 @@ def _default(value: Any) -> Any:
     raise TypeError(kind.__name__)
 
 
-def _wrap_non_str_maps(value: Any) -> Any:
-    """Rebuild ``value`` with every dict holding a non-string key marked for the map extension."""
+def _prepare(value: Any) -> Any:
+    """Rebuild ``value`` for the slow path: models become maps, non-string-key dicts are marked."""
     kind = type(value)
-    if kind is list:
-        return [_wrap_non_str_maps(v) for v in value]
+    if kind is list or kind is tuple:
+        return [_prepare(v) for v in value]
     if kind is dict:
-        inner = {k: _wrap_non_str_maps(v) for k, v in value.items()}
+        inner = {k: _prepare(v) for k, v in value.items()}
         if all(type(k) is str for k in value):
             return inner
         return _NonStrMap(inner)
+    if isinstance(value, BaseModel):
+        return _prepare(_default(value))
     return value
 
 
@@ -531,7 +556,11 @@ def encode(value: Any, refs: RefPolicy = "template") -> bytes:
 
     Raises:
         UnencodableValueError: for anything outside the subset, naming what and where.
+
     """
+    # Checked up front: the native packer would silently accept a few near-misses
+    # (bytearray, memoryview) that would decode as another type.
+    validate_value(value, refs)
     return _encode(value, refs, _STRICT_OPTS)
 
 
@@ -539,10 +568,12 @@ def _encode(value: Any, refs: RefPolicy, opts: int) -> bytes:
     try:
         data = _pack(value, opts)
     except ormsgpack.MsgpackEncodeError:
-        # Either a refused value (find it, with its path) or a dict with non-string keys,
-        # which the fast path cannot sort; both are rare, so the slow walk is only paid here.
-        validate_value(value, refs)
-        data = _pack(_wrap_non_str_maps(value), opts)
+        # The native packer refuses dicts with non-string keys (it cannot sort them); such
+        # maps are rare, so only then is the value rebuilt in Python with those maps marked.
+        try:
+            data = _pack(_prepare(value), opts)
+        except ormsgpack.MsgpackEncodeError as exc:
+            raise UnencodableValueError(f"value outside the encodable subset: {exc}") from exc
     if _NAN_MARK.search(data) is not None:
         # The bytes of a float64 NaN appear somewhere (maybe inside a string): check for real.
         validate_value(value, refs)
@@ -594,6 +625,7 @@ def decode(data: bytes) -> Any:
 
     Raises:
         UndecodableValueError: when the bytes are not a canonical encoding.
+
     """
     try:
         return _unpack(data)
@@ -682,7 +714,7 @@ def from_json_value(value: Any, refs: RefPolicy = "none", path: str = "") -> Any
     if kind is not dict:
         raise _tag_error(path, f"{_describe(value)} is not JSON")
     if len(value) == 1:
-        (tag, body), = value.items()
+        ((tag, body),) = value.items()
         if type(tag) is str and tag.startswith("$"):
             return _decode_tag(tag, body, refs, path)
     return {k: from_json_value(v, refs, _child(path, k)) for k, v in value.items()}
@@ -700,9 +732,7 @@ def _decode_tag(tag: str, body: Any, refs: RefPolicy, path: str) -> Any:  # noqa
             return NodeRef.from_wire(body)
         if tag == "$param":
             if refs != "template":
-                raise _tag_error(
-                    path, "a $param only belongs in a template; substitute the value"
-                )
+                raise _tag_error(path, "a $param only belongs in a template; substitute the value")
             if type(body) is not dict or set(body) != {"path"}:
                 raise _tag_error(path, '$param needs {"path": <param name>}')
             return ParamRef(body["path"])
@@ -757,9 +787,7 @@ def _json_or_python(
     return core_schema.json_or_python_schema(
         json_schema=core_schema.no_info_plain_validator_function(json_validate),
         python_schema=python,
-        serialization=core_schema.plain_serializer_function_ser_schema(
-            to_json, when_used="json"
-        ),
+        serialization=core_schema.plain_serializer_function_ser_schema(to_json, when_used="json"),
     )
 
 

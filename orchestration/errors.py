@@ -43,6 +43,7 @@ class OrchestrationError(Exception):
 
     Attributes:
         code: Stable identifier, safe to branch on and to show to a model.
+
     """
 
     code: str = "orchestration_error"
@@ -61,6 +62,7 @@ class ValueRefusedError(OrchestrationError, ValueError):
     Attributes:
         path: Where in the value the refusal happened, as a dotted/indexed path
             (``args.headers[2]``); empty for the value itself.
+
     """
 
     def __init__(self, message: str, path: str = "") -> None:

@@ -130,6 +130,7 @@ def fold_ops(
 
     Returns:
         The view (``revision`` = number of distinct ops) and the issues met on the way.
+
     """
     issues: list[PlanIssue] = []
     ordered = _dedupe_sorted(ops, issues)
@@ -141,28 +142,27 @@ def fold_ops(
     edited: dict[str, None] = {}
 
     for op in ordered:
-        kind = type(op)
-        if kind is SetNodeFieldOp:
+        if isinstance(op, SetNodeFieldOp):
             edited[op.node_id] = None
             nodes.set_field(op, issues)
-        elif kind is AddNodeOp:
+        elif isinstance(op, AddNodeOp):
             nodes.put(op.node)
-        elif kind is AddEdgeOp:
+        elif isinstance(op, AddEdgeOp):
             _claim_edge(op.edge, edge_claims, issues)
             edges[op.edge.id] = op.edge
-        elif kind is RemoveNodeOp:
+        elif isinstance(op, RemoveNodeOp):
             nodes.remove(op.node_id)
             for edge_id in op.incident_edge_ids:
                 edges.pop(edge_id, None)
-        elif kind is RemoveEdgeOp:
+        elif isinstance(op, RemoveEdgeOp):
             edges.pop(op.edge_id, None)
-        elif kind is SetNodePhaseOp:
+        elif isinstance(op, SetNodePhaseOp):
             edited[op.node_id] = None
             nodes.set_phase(op.node_id, op.phase)
-        elif kind is SetNodeDefinitionOp:
+        elif isinstance(op, SetNodeDefinitionOp):
             edited[op.node_id] = None
             nodes.set_definition(op, issues)
-        elif kind is SetBoundsOp:
+        elif isinstance(op, SetBoundsOp):
             bounds = op.bounds
 
     final_nodes = nodes.materialize_all()
@@ -236,7 +236,7 @@ def _claim_edge(
 
 
 def _with_path(container: Any, segments: Sequence[str], value: Any) -> Any:
-    """Copy ``container`` with ``value`` set at ``segments``; missing intermediates become ``{}``."""
+    """Copy ``container`` with ``value`` at ``segments``; missing intermediates become ``{}``."""
     head, rest = segments[0], segments[1:]
     if type(container) is list and head.isdigit() and int(head) < len(container):
         index = int(head)

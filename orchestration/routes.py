@@ -19,7 +19,7 @@ every id (they only differ from ``len()`` for characters outside the Basic Multi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Union
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
@@ -62,7 +62,7 @@ def _segment_tag(value: object) -> str:
 
 
 RouteSegment = Annotated[
-    Union[Annotated[EdgeSegment, Tag("edge")], Annotated[JoinSegment, Tag("join")]],
+    Annotated[EdgeSegment, Tag("edge")] | Annotated[JoinSegment, Tag("join")],
     Discriminator(_segment_tag),
 ]
 """An edge segment or a join segment, told apart by which key they carry."""
@@ -115,5 +115,3 @@ def branch_key(branch: BranchId) -> str:
 def frame_key(node_id: str, branch: BranchId) -> str:
     """The output-table key of node ``node_id`` on route ``branch``: ``"<nodeId>:<branchKey>"``."""
     return f"{node_id}:{branch_key(branch)}"
-
-

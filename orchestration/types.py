@@ -18,7 +18,7 @@ model sees every issue of its plan at once instead of a refusal per op.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -203,7 +203,7 @@ class EnumField(WireModel):
 
 
 DeclaredField = Annotated[
-    Union[StringField, NumberField, BooleanField, EnumField], Field(discriminator="type")
+    StringField | NumberField | BooleanField | EnumField, Field(discriminator="type")
 ]
 """One field a node promises to produce, or a run's input must supply."""
 
@@ -269,7 +269,7 @@ class TextPart(WireModel):
     text: str
 
 
-PromptPart = Annotated[Union[TextPart, NodeRef], Field(union_mode="left_to_right")]
+PromptPart = Annotated[TextPart | NodeRef, Field(union_mode="left_to_right")]
 """Literal text or a reference; a prompt is a sequence of these, never a string with a DSL."""
 
 
@@ -307,7 +307,7 @@ class TransformDefinition(WireModel):
 
     source: NodeRef
     steps: tuple[TransformStep, ...]
-    emit: Annotated[Union[EmitValue, EmitRows], Field(discriminator="as_")]
+    emit: Annotated[EmitValue | EmitRows, Field(discriminator="as_")]
     output: tuple[DeclaredField, ...] = ()
 
 
@@ -332,15 +332,15 @@ class JoinDefinition(WireModel):
     kind: Literal["diamond"] | None = None
 
 
-NodeDefinition = Union[
-    EntryDefinition,
-    CallDefinition,
-    ReasonDefinition,
-    TransformDefinition,
-    BranchDefinition,
-    SelectDefinition,
-    JoinDefinition,
-]
+NodeDefinition = (
+    EntryDefinition
+    | CallDefinition
+    | ReasonDefinition
+    | TransformDefinition
+    | BranchDefinition
+    | SelectDefinition
+    | JoinDefinition
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,7 +404,7 @@ class JoinNode(_NodeBase):
 
 
 PlanNode = Annotated[
-    Union[EntryNode, CallNode, ReasonNode, TransformNode, BranchNode, SelectNode, JoinNode],
+    EntryNode | CallNode | ReasonNode | TransformNode | BranchNode | SelectNode | JoinNode,
     Field(discriminator="kind"),
 ]
 """A node: identity, phase label, and exactly one kind-specific definition."""
@@ -424,8 +424,7 @@ class PlanEdge(WireModel):
         if handle in _FIXED_HANDLES or handle.startswith("case_"):
             return handle
         raise ValueError(
-            f"handle {handle!r} is not one of always, match, no_match, default, error, "
-            "case_<label>"
+            f"handle {handle!r} is not one of always, match, no_match, default, error, case_<label>"
         )
 
 
@@ -516,16 +515,14 @@ class SetBoundsOp(_OpBase):
 
 
 PlanOp = Annotated[
-    Union[
-        AddNodeOp,
-        RemoveNodeOp,
-        SetNodeFieldOp,
-        SetNodeDefinitionOp,
-        SetNodePhaseOp,
-        AddEdgeOp,
-        RemoveEdgeOp,
-        SetBoundsOp,
-    ],
+    AddNodeOp
+    | RemoveNodeOp
+    | SetNodeFieldOp
+    | SetNodeDefinitionOp
+    | SetNodePhaseOp
+    | AddEdgeOp
+    | RemoveEdgeOp
+    | SetBoundsOp,
     Field(discriminator="op"),
 ]
 """One authoring edit, carrying the identity that orders it in the fold."""
@@ -554,9 +551,7 @@ class TemplateProvenance(WireModel):
     args: ValueMap = Field(default_factory=dict)
 
 
-PlanProvenance = Annotated[
-    Union[CloneProvenance, TemplateProvenance], Field(discriminator="kind")
-]
+PlanProvenance = Annotated[CloneProvenance | TemplateProvenance, Field(discriminator="kind")]
 
 
 class RawPlanView(WireModel):
@@ -727,9 +722,7 @@ class OutcomeSkipped(WireModel):
     reason: Literal["indeterminate_skip"] = "indeterminate_skip"
 
 
-NodeOutcome = Annotated[
-    Union[OutcomeOk, OutcomeFailed, OutcomeSkipped], Field(discriminator="status")
-]
+NodeOutcome = Annotated[OutcomeOk | OutcomeFailed | OutcomeSkipped, Field(discriminator="status")]
 
 
 class PendingFrame(WireModel):
@@ -838,19 +831,17 @@ class AuthorityRevoked(WireModel):
 
 
 InterruptionCause = Annotated[
-    Union[
-        TurnAbort,
-        OperatorStop,
-        GateTimeout,
-        ProcessDeath,
-        BudgetExhausted,
-        DeviationAbort,
-        NodeFailed,
-        PredicateUnevaluatable,
-        JoinUnsatisfiable,
-        OutputSchemaViolation,
-        AuthorityRevoked,
-    ],
+    TurnAbort
+    | OperatorStop
+    | GateTimeout
+    | ProcessDeath
+    | BudgetExhausted
+    | DeviationAbort
+    | NodeFailed
+    | PredicateUnevaluatable
+    | JoinUnsatisfiable
+    | OutputSchemaViolation
+    | AuthorityRevoked,
     Field(discriminator="kind"),
 ]
 """Why a run stopped short of completing. Closed, so a caller can handle every case."""
@@ -930,15 +921,13 @@ class RunSettled(WireModel):
 
 
 RunEvent = Annotated[
-    Union[
-        RunStarted,
-        NodeEntered,
-        NodeSettled,
-        EdgeTaken,
-        FrontierSnapshot,
-        RunInterrupted,
-        RunSettled,
-    ],
+    RunStarted
+    | NodeEntered
+    | NodeSettled
+    | EdgeTaken
+    | FrontierSnapshot
+    | RunInterrupted
+    | RunSettled,
     Field(discriminator="kind"),
 ]
 """The persisted run log's entries; ``fold_run`` derives a projection from these alone."""
@@ -967,14 +956,12 @@ class RunProjection(WireModel):
     frame_status: dict[str, Literal["running", "done", "failed", "skipped"]] = Field(
         default_factory=dict
     )
-    node_status_by_id: dict[
-        str, Literal["pending", "running", "done", "failed", "skipped"]
-    ] = Field(default_factory=dict)
+    node_status_by_id: dict[str, Literal["pending", "running", "done", "failed", "skipped"]] = (
+        Field(default_factory=dict)
+    )
     outputs: OutputTable = Field(default_factory=dict)
     frontier: Frontier = Field(default_factory=Frontier)
     indeterminate: tuple[FrameRef, ...] = ()
     edges_taken: tuple[EdgeTakenRecord, ...] = ()
     outcome: Literal["running", "completed", "halted", "aborted"] = "running"
     interruption: InterruptionCause | None = None
-
-

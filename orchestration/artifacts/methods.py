@@ -29,6 +29,7 @@ class ArtifactMethodDescriptor:
         args_schema: JSON Schema of the step's ``args`` object; freeze validates against it.
         serialise: Formats a FINAL result as a string for an ``emit: value`` string field;
             never used between steps (that would flatten structure a later step needs).
+
     """
 
     name: str

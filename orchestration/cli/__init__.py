@@ -1,0 +1,48 @@
+"""The ``orch`` command line: one console script, one group per concern.
+
+Groups register themselves (``register(subcommands)``) so each lives in its own module.
+Refusals print ``error[<code>]: <message naming the fix>`` and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from orchestration.errors import OrchestrationError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``orch`` parser."""
+    from orchestration.cli import demo, plan, schema
+
+    parser = argparse.ArgumentParser(
+        prog="orch",
+        description="Author plans, review and approve them, and run them once on Temporal.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    plan.register(commands)
+    schema.register(commands)
+    demo.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``orch`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except OrchestrationError as exc:
+        print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

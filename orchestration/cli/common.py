@@ -1,0 +1,119 @@
+"""What every ``orch`` command shares: the store, the tool allowlist, output and errors.
+
+Conventions: every read command takes ``--json`` and then prints exactly one JSON document on
+stdout; a refusal prints ``error[<code>]: <message naming the fix>`` on stderr and exits 2
+(usage errors exit 2 through argparse as well; an unexpected crash exits 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from orchestration.errors import OrchestrationError
+
+__all__ = [
+    "CliError",
+    "DEFAULT_STORE",
+    "add_json_flag",
+    "add_store_flag",
+    "emit",
+    "fail",
+    "load_object",
+    "open_store",
+    "run_async",
+]
+
+DEFAULT_STORE = ".data/plans.sqlite3"
+T = TypeVar("T")
+
+
+class CliError(OrchestrationError):
+    """A refusal to show the user: ``code`` is stable, ``message`` names the fix."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_store_flag(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH`` (env ``ORCH_STORE``; default ``.data/plans.sqlite3``)."""
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("ORCH_STORE", DEFAULT_STORE),
+        help="SQLite plan store file (env ORCH_STORE; default %(default)s)",
+    )
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """``--json``: print one machine-readable JSON document instead of text."""
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def open_store(path: str) -> Any:
+    """Open (creating if needed) the SQLite plan store at ``path``."""
+    from orchestration.store.sqlite import SqlitePlanStore
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return SqlitePlanStore(path)
+
+
+def load_object(spec: str) -> Any:
+    """Import ``module:attribute`` (the attribute may be dotted)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CliError("bad_import_spec", f"{spec!r} is not module:attribute; e.g. pkg.tools:TOOLS")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(
+            "bad_import_spec", f"cannot import {module_name!r} ({exc}); check PYTHONPATH"
+        ) from exc
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise CliError("bad_import_spec", f"{module_name} has no attribute {attr!r}") from exc
+    return target
+
+
+def emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
+    """Print ``payload`` as JSON under ``--json``, else the human text."""
+    if getattr(args, "json", False):
+        print(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
+    else:
+        print(text())
+
+
+def _jsonable(payload: Any) -> Any:
+    if isinstance(payload, BaseModel):
+        return payload.model_dump(mode="json", exclude_none=True)
+    if isinstance(payload, list | tuple):
+        return [_jsonable(p) for p in payload]
+    if isinstance(payload, dict):
+        return {k: _jsonable(v) for k, v in payload.items()}
+    return payload
+
+
+def run_async(make: Callable[[], Coroutine[Any, Any, T] | Awaitable[T]]) -> T:
+    """Run one command's coroutine to completion."""
+
+    async def runner() -> T:
+        return await make()
+
+    return asyncio.run(runner())
+
+
+def fail(code: str, message: str) -> int:
+    """Print a refusal and return the exit status for it."""
+    print(f"error[{code}]: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,329 @@
+"""``orch plan``: create, edit (apply an op file), read, diff, list and clone plans.
+
+``apply`` reads a JSON array of ops. Each op may omit its identity (``opId``, ``actorId``,
+``lamport``, ``at``): the CLI mints it with a :class:`~orchestration.authoring.PlanAuthor`
+that has observed the plan's log, so hand-written op files stay short and a later edit always
+wins over what the author saw. Values use the tagged JSON form (``{"$ref": {...}}`` reads a
+node's output), and the file is read in JSON mode so tags are decoded, never guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from orchestration.authoring import PlanAuthor
+from orchestration.cli.common import (
+    CliError,
+    add_json_flag,
+    add_store_flag,
+    emit,
+    open_store,
+    run_async,
+)
+from orchestration.types import PlanOp, RawPlanView
+
+__all__ = ["register"]
+
+_OPS = TypeAdapter(list[PlanOp])
+_IDENTITY = ("opId", "actorId", "lamport", "at")
+
+
+def register(commands: Any) -> None:
+    """Add the ``plan`` group to the top-level subcommands."""
+    plan = commands.add_parser("plan", help="author and inspect plans")
+    sub = plan.add_subparsers(dest="plan_command", required=True, metavar="COMMAND")
+
+    new = sub.add_parser("new", help="create an empty editable plan")
+    new.add_argument("plan_id", nargs="?", help="id to use (default: a fresh plan-<hex>)")
+    new.add_argument("--label", help="a human label shown in listings")
+    add_store_flag(new)
+    add_json_flag(new)
+    new.set_defaults(handler=_new)
+
+    apply = sub.add_parser("apply", help="append the ops of a JSON file (or - for stdin)")
+    apply.add_argument("plan_id")
+    apply.add_argument("ops_file", help="JSON array of ops; identity fields may be omitted")
+    apply.add_argument("--actor", default="cli", help="actor id for minted ops")
+    apply.add_argument(
+        "--expected-revision", type=int, help="refuse if the plan moved past this revision"
+    )
+    add_store_flag(apply)
+    add_json_flag(apply)
+    apply.set_defaults(handler=_apply)
+
+    show = sub.add_parser("show", help="the folded plan at a revision, with fold issues")
+    show.add_argument("plan_id")
+    show.add_argument("--revision", type=int, help="fold the first N ops (default: all)")
+    add_store_flag(show)
+    add_json_flag(show)
+    show.set_defaults(handler=_show)
+
+    ops = sub.add_parser("ops", help="the raw op log in append order")
+    ops.add_argument("plan_id")
+    ops.add_argument("--through-revision", type=int)
+    ops.add_argument("--since-lamport", type=int)
+    add_store_flag(ops)
+    add_json_flag(ops)
+    ops.set_defaults(handler=_ops)
+
+    diff = sub.add_parser("diff", help="structural diff between two revisions")
+    diff.add_argument("plan_id")
+    diff.add_argument("from_revision", help="a revision number, or 'current'")
+    diff.add_argument("to_revision", nargs="?", default="current")
+    add_store_flag(diff)
+    add_json_flag(diff)
+    diff.set_defaults(handler=_diff)
+
+    listing = sub.add_parser("list", help="plan summaries")
+    listing.add_argument("--state", choices=["editable", "reviewable", "executable"])
+    add_store_flag(listing)
+    add_json_flag(listing)
+    listing.set_defaults(handler=_list)
+
+    clone = sub.add_parser("clone", help="copy a plan into a new editable plan")
+    clone.add_argument("source_id")
+    clone.add_argument("new_id", nargs="?")
+    clone.add_argument("--revision", type=int, help="clone the first N ops (default: all)")
+    add_store_flag(clone)
+    add_json_flag(clone)
+    clone.set_defaults(handler=_clone)
+
+    try:
+        from orchestration.cli import review
+    except ImportError:  # pragma: no cover - the review commands ship with the package
+        return
+    review.register(sub)
+
+
+def _fresh_id() -> str:
+    return f"plan-{secrets.token_hex(4)}"
+
+
+def _new(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            return await store.create_plan(args.plan_id or _fresh_id(), label=args.label)
+        finally:
+            await store.close()
+
+    result = run_async(go)
+    if not result.ok:
+        raise CliError(result.reason, "a plan with that id exists; pick another id")
+    emit(args, result, lambda: f"created {result.plan_id} (revision 0, digest {result.digest})")
+    return 0
+
+
+def read_op_file(path: str, author: PlanAuthor) -> list[PlanOp]:
+    """Parse an op file, minting missing identity fields with ``author``."""
+    raw_text = Path(path).read_text() if path != "-" else _stdin()
+    try:
+        raw = json.loads(raw_text)
+    except json.JSONDecodeError as exc:
+        raise CliError("bad_ops_file", f"{path} is not JSON ({exc}); fix the syntax") from exc
+    if not isinstance(raw, list) or not all(isinstance(op, dict) for op in raw):
+        raise CliError("bad_ops_file", f"{path} must hold a JSON array of op objects")
+    for op in raw:
+        if any(key not in op for key in _IDENTITY):
+            minted = author._identity()  # noqa: SLF001 - the CLI is the author here
+            op.setdefault("opId", minted["op_id"])
+            op.setdefault("actorId", minted["actor_id"])
+            op.setdefault("lamport", minted["lamport"])
+            op.setdefault("at", minted["at"])
+    try:
+        return _OPS.validate_json(json.dumps(raw))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise CliError(
+            "invalid_op",
+            f"{path}: op {where}: {first['msg']}; see `orch schema` for the op shapes",
+        ) from exc
+
+
+def _stdin() -> str:
+    import sys
+
+    return sys.stdin.read()
+
+
+def _apply(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            existing = await store.read_ops(args.plan_id)
+            author = PlanAuthor(args.actor).observe(existing)
+            ops = read_op_file(args.ops_file, author)
+            return await store.append_ops(
+                args.plan_id, ops, expected_revision=args.expected_revision
+            )
+        finally:
+            await store.close()
+
+    result = run_async(go)
+    if not result.ok:
+        fixes = {
+            "not_editable": "the plan is frozen; clone it (`orch plan clone`) and edit the clone",
+            "revision_moved": "the plan moved; re-read it (`orch plan show`) and re-apply",
+            "conflicting_op": "an opId in the file is already used by a different op; rename it",
+        }
+        raise CliError(
+            result.reason,
+            f"{fixes[result.reason]} (state {result.actual.state}, "
+            f"revision {result.actual.revision})",
+        )
+    emit(args, result, lambda: f"revision {result.revision}, digest {result.digest}")
+    return 0
+
+
+def describe_view(view: RawPlanView) -> str:
+    """A compact text listing of a view: nodes, edges, bounds, digest."""
+    lines = [f"plan {view.plan_id}  revision {view.revision}  digest {view.digest}"]
+    lines.append(f"nodes ({len(view.nodes)}):")
+    for node in view.nodes:
+        phase = f" [{node.phase}]" if node.phase else ""
+        detail = ""
+        tool = getattr(node.definition, "tool", None)
+        if tool is not None:
+            detail = f"  tool={tool}"
+        lines.append(f"  {node.id:<24} {node.kind:<9}{phase}{detail}")
+    lines.append(f"edges ({len(view.edges)}):")
+    for edge in view.edges:
+        lines.append(f"  {edge.id:<24} {edge.from_} → {edge.to}  ({edge.handle})")
+    b = view.bounds
+    lines.append(
+        f"bounds: maxNodes {b.max_nodes}, maxEdges {b.max_edges}, maxSteps {b.max_steps}, "
+        f"maxConcurrentFrames {b.max_concurrent_frames}, maxEncodedBytes {b.max_encoded_bytes}"
+    )
+    return "\n".join(lines)
+
+
+def _show(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            return await store.fold(args.plan_id, revision=args.revision)
+        finally:
+            await store.close()
+
+    view, issues = run_async(go)
+
+    def text() -> str:
+        out = describe_view(view)
+        if issues:
+            out += "\nfold issues:\n" + "\n".join(
+                f"  [{i.severity}] {i.code}: {i.message}" for i in issues
+            )
+        return out
+
+    emit(args, {"view": view, "issues": issues}, text)
+    return 0
+
+
+def _ops(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            return await store.read_ops(
+                args.plan_id,
+                through_revision=args.through_revision,
+                since_lamport=args.since_lamport,
+            )
+        finally:
+            await store.close()
+
+    ops = run_async(go)
+    emit(
+        args,
+        ops,
+        lambda: "\n".join(
+            f"{op.lamport:>6} {op.actor_id:<12} {op.op:<20} {op.op_id}" for op in ops
+        ),
+    )
+    return 0
+
+
+def _revision(text: str) -> int | str:
+    if text == "current":
+        return text
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise CliError("bad_revision", f"{text!r} is not a revision number or 'current'") from exc
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from orchestration.raw import raw_diff
+
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            return await raw_diff(
+                store, args.plan_id, _revision(args.from_revision), _revision(args.to_revision)
+            )
+        finally:
+            await store.close()
+
+    diff = run_async(go)
+
+    def text() -> str:
+        from orchestration.render import render_diff
+
+        return render_diff(diff)
+
+    emit(args, diff, text)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            return await store.list_plans(state=args.state)
+        finally:
+            await store.close()
+
+    plans = run_async(go)
+    emit(
+        args,
+        plans,
+        lambda: (
+            "\n".join(
+                f"{p.plan_id:<20} {p.state:<11} rev {p.revision:<5} nodes {p.node_count:<4} "
+                f"{p.digest[:12]}  {p.label or ''}"
+                for p in plans
+            )
+            or "(no plans)"
+        ),
+    )
+    return 0
+
+
+def _clone(args: argparse.Namespace) -> int:
+    async def go() -> Any:
+        store = open_store(args.store)
+        try:
+            return await store.clone_plan(
+                args.source_id, args.new_id or _fresh_id(), at_revision=args.revision
+            )
+        finally:
+            await store.close()
+
+    result = run_async(go)
+    if not result.ok:
+        fixes = {
+            "source_missing": "no plan has that id; see `orch plan list`",
+            "duplicate_id": "a plan with the new id exists; pick another id",
+            "revision_missing": "the source never reached that revision",
+        }
+        raise CliError(result.reason, fixes[result.reason])
+    emit(
+        args, result, lambda: f"cloned into {result.plan_id} (editable, revision {result.revision})"
+    )
+    return 0

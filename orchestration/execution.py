@@ -1,0 +1,125 @@
+"""Wire contracts of execution: what the ``PlanRun`` workflow and its activities exchange.
+
+They are plain wire models (camelCase JSON through the pydantic data converter), so a service
+written against another Temporal SDK can start a run, and so the workflow and its activities
+agree on one definition. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from orchestration.types import (
+    ApprovalRecord,
+    ArtifactHandle,
+    AuthorityClaim,
+    DeclaredField,
+    InterruptionCause,
+    OutputItem,
+    RawPlanView,
+    ValueMap,
+    WireModel,
+)
+
+__all__ = [
+    "CallRequest",
+    "CallResponse",
+    "ErrorCode",
+    "PlanRunInput",
+    "PlanRunResult",
+    "RetrySettings",
+    "RunSettings",
+    "workflow_id_for",
+]
+
+ErrorCode = Literal[
+    "unknown_tool",
+    "authority_not_approved",
+    "authority_missing",
+    "output_mismatch",
+    "output_too_large",
+    "tool_failed",
+    "unsupported_result",
+]
+"""Stable codes of call-activity failures (the ``type`` of the ``ApplicationError``)."""
+
+
+def workflow_id_for(plan_id: str) -> str:
+    """The one workflow id a plan's run may ever have: ``plan/<planId>``."""
+    return f"plan/{plan_id}"
+
+
+class CallRequest(WireModel):
+    """One call frame, with its references already resolved by the engine."""
+
+    plan_id: str
+    run_id: str
+    node_id: str
+    frame_key: str
+    tool: str
+    args: ValueMap
+    output: tuple[DeclaredField, ...] = ()
+    authority: tuple[AuthorityClaim, ...] = ()
+    """The calling node's own claims."""
+    approved_authority: tuple[AuthorityClaim, ...] = ()
+    """The approval's canonical set; every claim above must be in it."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable for every attempt of this frame, distinct for every other frame."""
+        return f"{self.plan_id}/{self.frame_key}"
+
+
+class CallResponse(WireModel):
+    """What the tool produced, normalised to items (and an artifact handle when there is one)."""
+
+    items: tuple[OutputItem, ...]
+    artifact: ArtifactHandle | None = None
+
+
+class RetrySettings(WireModel):
+    """How a replay-safe call is retried (a non-replay-safe call always gets one attempt)."""
+
+    maximum_attempts: int = Field(default=5, ge=1)
+    initial_interval_seconds: float = Field(default=1.0, gt=0)
+    backoff_coefficient: float = Field(default=2.0, ge=1)
+    maximum_interval_seconds: float = Field(default=30.0, gt=0)
+
+
+class RunSettings(WireModel):
+    """Per-run execution settings: queues, timeouts, retries, the in-flight cap."""
+
+    task_queue: str | None = None
+    """Activity task queue; ``None`` uses the workflow's own queue."""
+    start_to_close_seconds: float = Field(default=300.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=30.0, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    max_in_flight: int = Field(default=1000, ge=1, le=1000)
+    """Upper bound on concurrent activities, below the server's 2,000-pending wedge."""
+    continue_as_new_after_events: int | None = Field(default=None, ge=100)
+    """Force continue-as-new after this many history events (default: when suggested)."""
+
+
+class PlanRunInput(WireModel):
+    """The input of ``PlanRun``: the frozen plan, its approval, the run's input and settings."""
+
+    plan: RawPlanView
+    approval: ApprovalRecord
+    run_input: ValueMap = Field(default_factory=dict)
+    settings: RunSettings = Field(default_factory=RunSettings)
+    continued: Any = None
+    """Engine state carried over continue-as-new; ``None`` on the first execution."""
+
+
+class PlanRunResult(WireModel):
+    """The workflow's small result: the outcome and counts, never the log."""
+
+    outcome: Literal["completed", "halted", "aborted"]
+    interruption: InterruptionCause | None = None
+    events: int
+    settled: int
+    failed: int
+    skipped: int
+    segments: int = 1

@@ -1,0 +1,74 @@
+"""An example toolbox that does real local work: files and SQLite.
+
+Each tool checks the scope of what it touches against the calling node's approved claims
+(``context.allows``), so approval is enforced where the side effect happens, and writes are
+idempotent per frame (a retried write of the same frame does not write twice).
+
+Run a worker with it: ``python -m workers --toolbox workers.example_tools:TOOLBOX``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from orchestration.toolbox import ToolContext, Toolbox
+
+__all__ = ["TOOLBOX", "ScopeError"]
+
+TOOLBOX = Toolbox()
+
+
+class ScopeError(PermissionError):
+    """The call reached outside what its node was approved for."""
+
+    non_retryable = True
+
+
+def _require(context: ToolContext, capability: str, verb: Any, scope: str) -> None:
+    if not context.allows(capability, verb, scope):
+        raise ScopeError(
+            f"node {context.node_id!r} is not approved to {verb} {capability}:{scope}; "
+            "claim that scope in the plan and re-approve it"
+        )
+
+
+@TOOLBOX.tool("files.list", requires=[("files", "list")])
+def list_files(dir: str, context: ToolContext) -> dict[str, Any]:
+    """List the file names in a folder (sorted); ``count`` and newline-joined ``names``."""
+    _require(context, "files", "list", dir)
+    folder = Path(dir)
+    names = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    return {"count": len(names), "names": "\n".join(names)}
+
+
+@TOOLBOX.tool("files.write", requires=[("files", "create")])
+def write_file(path: str, text: str, context: ToolContext) -> dict[str, Any]:
+    """Write ``text`` to ``path`` atomically; a retry of the same frame rewrites the same bytes."""
+    _require(context, "files", "create", path)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{context.idempotency_key.replace('/', '_')}")
+    temporary.write_text(text)
+    os.replace(temporary, target)
+    return {"path": str(target)}
+
+
+@TOOLBOX.tool("sqlite.query", requires=[("sqlite", "read")])
+def query(db: str, sql: str, context: ToolContext) -> dict[str, Any]:
+    """Run one read-only SELECT and return its first row as fields."""
+    _require(context, "sqlite", "read", Path(db).stem)
+    if not sql.lstrip().lower().startswith("select"):
+        raise ScopeError("sqlite.query runs SELECT statements only; use another tool to write")
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        conn.row_factory = sqlite3.Row
+        row = conn.execute(sql).fetchone()
+    return {} if row is None else dict(row)
+
+
+@TOOLBOX.tool("text.upper")
+def upper(s: str) -> str:
+    """Upper-case a string."""
+    return s.upper()
