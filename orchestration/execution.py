@@ -7,7 +7,7 @@ agree on one definition. Nothing here does I/O.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -16,9 +16,12 @@ from orchestration.types import (
     ArtifactHandle,
     AuthorityClaim,
     DeclaredField,
+    FrontierSnapshot,
     InterruptionCause,
     OutputItem,
     RawPlanView,
+    RunEvent,
+    RunStarted,
     ValueMap,
     WireModel,
 )
@@ -26,11 +29,15 @@ from orchestration.types import (
 __all__ = [
     "CallRequest",
     "CallResponse",
+    "ContinuedRun",
     "ErrorCode",
+    "EventPage",
     "PlanRunInput",
     "PlanRunResult",
+    "ResolveDecision",
     "RetrySettings",
     "RunSettings",
+    "RunStatus",
     "workflow_id_for",
 ]
 
@@ -98,8 +105,25 @@ class RunSettings(WireModel):
     retry: RetrySettings = Field(default_factory=RetrySettings)
     max_in_flight: int = Field(default=1000, ge=1, le=1000)
     """Upper bound on concurrent activities, below the server's 2,000-pending wedge."""
+    search_attributes: bool = True
+    """Upsert ``PlanId``/``PlanDigest``/``PlanOutcome`` (they must be registered on the server)."""
     continue_as_new_after_events: int | None = Field(default=None, ge=100)
     """Force continue-as-new after this many history events (default: when suggested)."""
+
+
+class ContinuedRun(WireModel):
+    """State carried across continue-as-new: the run's opening, its frontier, its counters."""
+
+    run_started: RunStarted
+    snapshot: FrontierSnapshot
+    steps: int
+    segments: int
+    """How many executions came before this one."""
+    events_before: int
+    """How many run events those executions recorded (this segment's first global index)."""
+    settled: int = 0
+    failed: int = 0
+    skipped: int = 0
 
 
 class PlanRunInput(WireModel):
@@ -109,8 +133,40 @@ class PlanRunInput(WireModel):
     approval: ApprovalRecord
     run_input: ValueMap = Field(default_factory=dict)
     settings: RunSettings = Field(default_factory=RunSettings)
-    continued: Any = None
-    """Engine state carried over continue-as-new; ``None`` on the first execution."""
+    continued: ContinuedRun | None = None
+    """What a continued execution needs from the one before; ``None`` on the first."""
+
+
+class EventPage(WireModel):
+    """One page of the current execution's run events (queries stay far below 2 MiB)."""
+
+    events: tuple[RunEvent, ...]
+    next: int
+    """Pass as ``since`` to read on; equals ``total`` at the end of what is recorded so far."""
+    total: int
+    segment_offset: int
+    """Global index of this execution's first event (earlier ones are in earlier executions)."""
+    done: bool
+
+
+class RunStatus(WireModel):
+    """A live run's headline, for ``orch run watch``."""
+
+    outcome: Literal["running", "completed", "halted", "aborted"]
+    events: int
+    steps: int
+    in_flight: tuple[str, ...] = ()
+    halted: tuple[str, ...] = ()
+    stopping: InterruptionCause | None = None
+    segment: int = 1
+
+
+class ResolveDecision(WireModel):
+    """An operator's answer for a halted indeterminate call."""
+
+    frame_key: str
+    decision: Literal["retry", "skip", "abort"]
+    decided_by: str = "operator"
 
 
 class PlanRunResult(WireModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
 
@@ -14,3 +15,24 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+_exit_status: list[int] = []
+
+
+def pytest_sessionfinish(session: object, exitstatus: int) -> None:
+    """Remember the run's status for the exit guard below."""
+    _exit_status.append(int(exitstatus))
+
+
+def pytest_unconfigure(config: object) -> None:
+    """Leave without interpreter finalisation once pytest has reported everything.
+
+    The Temporal SDK's native runtime can abort while the interpreter finalises
+    ("PyGILState_Release ... finalizing", exit 134; sdk-python issue #300), turning a green run
+    red. Exiting here keeps pytest's own status, including 5 for "no tests collected".
+    """
+    if _exit_status and "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status[-1])
