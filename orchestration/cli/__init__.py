@@ -17,7 +17,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``orch`` parser."""
-    from orchestration.cli import demo, plan, schema
+    from orchestration.cli import demo, dev, plan, run, schema
 
     parser = argparse.ArgumentParser(
         prog="orch",
@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan.register(commands)
+    run.register(commands)
+    dev.register(commands)
     schema.register(commands)
     demo.register(commands)
     return parser

