@@ -46,6 +46,7 @@ MAX_RESULT_BYTES = 2_000_000
 """Just under Temporal's 2 MiB payload limit; larger results must travel as artifact handles."""
 
 HEARTBEAT_EVERY_SECONDS = 5.0
+"""Heartbeat cadence while a tool runs; a third of the heartbeat timeout when that is shorter."""
 
 
 def _refuse(code: str, message: str) -> ApplicationError:
@@ -186,9 +187,13 @@ class CallActivities:
             work: asyncio.Future[Any] = asyncio.ensure_future(fn(**kwargs))
         else:
             work = asyncio.ensure_future(asyncio.to_thread(fn, **kwargs))
+        timeout = activity.info().heartbeat_timeout
+        every = HEARTBEAT_EVERY_SECONDS
+        if timeout is not None:
+            every = min(every, max(timeout.total_seconds() / 3, 0.05))
         try:
             while True:
-                done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY_SECONDS)
+                done, _ = await asyncio.wait({work}, timeout=every)
                 if done:
                     break
                 activity.heartbeat()

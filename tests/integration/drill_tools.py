@@ -1,0 +1,51 @@
+"""Tools for the failure drills: each call is written to an external SQLite ledger.
+
+The ledger lives outside Temporal, so a drill can see whether (and how often) a side effect
+really happened, whatever the workflow believes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from typing import Any
+
+from orchestration.toolbox import ToolContext, Toolbox
+
+TOOLBOX = Toolbox()
+
+
+def _ledger(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=10)
+    conn.execute("create table if not exists ledger (key text, event text, pid integer)")
+    return conn
+
+
+def record(path: str, key: str, event: str) -> None:
+    """Append one row to the ledger."""
+    with _ledger(path) as conn:
+        conn.execute("insert into ledger values (?, ?, ?)", (key, event, os.getpid()))
+
+
+def rows(path: str) -> list[tuple[str, str]]:
+    """Every (key, event) row in order."""
+    with _ledger(path) as conn:
+        return [(k, e) for k, e, _ in conn.execute("select * from ledger order by rowid")]
+
+
+@TOOLBOX.tool("ledger.write")
+async def ledger_write(ledger: str, seconds: float, context: ToolContext) -> dict[str, Any]:
+    """Record 'started', work for ``seconds`` (only on the first attempt), record 'done'."""
+    started_before = sum(1 for k, e in rows(ledger) if k == context.idempotency_key and e == "started")
+    record(ledger, context.idempotency_key, "started")
+    if started_before == 0:
+        await asyncio.sleep(seconds)
+    record(ledger, context.idempotency_key, "done")
+    return {"value": context.node_id}
+
+
+@TOOLBOX.tool("huge")
+def huge() -> str:
+    """A result far over Temporal's 2 MiB payload limit."""
+    return "x" * 2_500_000

@@ -1,0 +1,193 @@
+"""Failure drills: a worker killed mid-call, the server restarted mid-run, oversized results."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from orchestration.execution import RunSettings, RunStatus
+from orchestration.runs import fold_run
+from orchestration.testing import PlanSketch
+from orchestration.types import StringField
+from workers.devserver import DevServer
+from workers.worker import build_worker, connect
+
+from . import drill_tools
+from .harness import replay, start_run, unique_plan_id
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST_DEATH = RunSettings(heartbeat_seconds=1.0, start_to_close_seconds=60)
+
+
+def worker_process(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
+    """A real worker process (`python -m workers`) running the drill tools."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "workers", "--toolbox", "tests.integration.drill_tools:TOOLBOX",
+             "--task-queue", task_queue, "--address", address],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+async def wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+def one_call(plan_id: str, ledger: Path, *, replay_safe: bool, policy: str) -> object:
+    return (
+        PlanSketch(plan_id)
+        .entry(StringField(path="s"))
+        .call("effect", "ledger.write", args={"ledger": str(ledger), "seconds": 30.0},
+              output=[StringField(path="value")], replay_safe=replay_safe,
+              on_indeterminate=policy)  # type: ignore[arg-type]
+        .call("after", "ledger.write", args={"ledger": str(ledger), "seconds": 0.0},
+              output=[StringField(path="value")])
+        .chain("entry", "effect", "after")
+        .view()
+    )
+
+
+async def kill_mid_call(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path,
+                        *, replay_safe: bool, policy: str):  # type: ignore[no-untyped-def]
+    """Start the run on a worker process, SIGKILL it while 'effect' runs, start another."""
+    ledger = tmp_path / "ledger.sqlite3"
+    drill_tools.record(str(ledger), "-", "init")
+    view = one_call(unique_plan_id(f"kill-{policy}"), ledger, replay_safe=replay_safe, policy=policy)
+    first = worker_process(dev_server.address, task_queue, tmp_path / "w1.log")
+    try:
+        handle = await start_run(client, task_queue, view, {"s": "x"}, settings=FAST_DEATH)
+        await wait_for(lambda: any(e == "started" for _, e in drill_tools.rows(str(ledger))))
+    finally:
+        kill(first)
+    second = worker_process(dev_server.address, task_queue, tmp_path / "w2.log")
+    return handle, view, ledger, second
+
+
+async def test_replay_safe_call_killed_mid_way_completes_alone(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path) -> None:
+    """A replay-safe call whose worker died is retried on the next worker; no operator needed."""
+    handle, view, ledger, second = await kill_mid_call(
+        dev_server, client, task_queue, tmp_path, replay_safe=True, policy="retry")
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout=60)
+    finally:
+        kill(second)
+    assert result.outcome == "completed"
+    effect = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")]  # type: ignore[attr-defined]
+    assert effect == ["started", "started", "done"]
+    await replay(handle)
+
+
+async def test_non_replay_safe_call_killed_is_skipped(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path) -> None:
+    """skip: the indeterminate call settles skipped (never repeated) and the run goes on."""
+    handle, view, ledger, second = await kill_mid_call(
+        dev_server, client, task_queue, tmp_path, replay_safe=False, policy="skip")
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout=60)
+    finally:
+        kill(second)
+    assert result.outcome == "completed" and result.skipped == 1
+    effect = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")]  # type: ignore[attr-defined]
+    assert effect == ["started"]
+    projection = fold_run(await replay(handle))
+    assert projection.node_status_by_id["after"] == "done"
+    assert projection.frame_status[next(k for k in projection.frame_status if k.startswith("effect:"))] == "skipped"
+
+
+async def test_non_replay_safe_call_killed_halts_for_the_operator(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path) -> None:
+    """halt: run_interrupted(process_death) for the frame, then the operator's retry completes it."""
+    from workers.runs import TemporalRuns
+
+    handle, view, ledger, second = await kill_mid_call(
+        dev_server, client, task_queue, tmp_path, replay_safe=False, policy="halt")
+    try:
+        async def halted() -> str:
+            while True:
+                status = await handle.query("status", result_type=RunStatus)
+                if status.halted:
+                    return status.halted[0]
+                await asyncio.sleep(0.2)
+
+        frame = await asyncio.wait_for(halted(), timeout=60)
+        runs = TemporalRuns(client, None, task_queue=task_queue)  # type: ignore[arg-type]
+        with pytest.raises(Exception, match="not halted"):
+            await runs.resolve(view.plan_id, "nope:", "retry")  # type: ignore[attr-defined]
+        await runs.resolve(view.plan_id, frame, "retry")  # type: ignore[attr-defined]
+        result = await asyncio.wait_for(handle.result(), timeout=60)
+    finally:
+        kill(second)
+    assert result.outcome == "completed"
+    events = await replay(handle)
+    interrupted = [e for e in events if e.kind == "run_interrupted"]
+    assert len(interrupted) == 1 and interrupted[0].cause.kind == "process_death"  # type: ignore[union-attr]
+    assert interrupted[0].frame is not None and interrupted[0].frame.node_id == "effect"  # type: ignore[union-attr]
+    effect = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")]  # type: ignore[attr-defined]
+    assert effect == ["started", "started", "done"]
+
+
+async def test_server_restart_mid_run(tmp_path: Path, task_queue: str) -> None:
+    """The dev server stopped and started again on the same SQLite file: the run completes."""
+    ledger = tmp_path / "ledger.sqlite3"
+    drill_tools.record(str(ledger), "-", "init")
+    server = DevServer(db_file=tmp_path / "temporal.sqlite3", ui=False, log_file=tmp_path / "server.log")
+    async with server:
+        client = await connect(server.address)
+        view = (
+            PlanSketch(unique_plan_id("restart"))
+            .entry(StringField(path="s"))
+            .call("slow", "ledger.write", args={"ledger": str(ledger), "seconds": 3.0},
+                  output=[StringField(path="value")])
+            .call("after", "ledger.write", args={"ledger": str(ledger), "seconds": 0.0},
+                  output=[StringField(path="value")])
+            .chain("entry", "slow", "after")
+            .view()
+        )
+        async with build_worker(client, task_queue=task_queue, toolbox=drill_tools.TOOLBOX):
+            handle = await start_run(client, task_queue, view, {"s": "x"})
+            await wait_for(lambda: any(e == "started" for _, e in drill_tools.rows(str(ledger))))
+            server.stop()
+            await asyncio.sleep(1.0)
+            server.start()
+            await server.wait_ready()
+            result = await asyncio.wait_for(handle.result(), timeout=90)
+        assert result.outcome == "completed"
+        await replay(handle)
+
+
+async def test_oversized_result_fails_the_node_without_retrying(client: Client, task_queue: str) -> None:
+    """A result over 2 MiB fails its node with a clear error at once, not in a retry loop."""
+    view = (
+        PlanSketch(unique_plan_id("huge"))
+        .entry(StringField(path="s"))
+        .call("big", "huge", output=[StringField(path="value")])
+        .chain("entry", "big")
+        .view()
+    )
+    async with build_worker(client, task_queue=task_queue, toolbox=drill_tools.TOOLBOX):
+        started = time.monotonic()
+        handle = await start_run(client, task_queue, view, {"s": "x"})
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+    assert time.monotonic() - started < 15
+    assert result.outcome == "aborted"
+    events = await replay(handle)
+    failed = [e for e in events if e.kind == "node_settled" and e.outcome.status == "failed"]  # type: ignore[union-attr]
+    assert failed[0].outcome.error.name == "output_too_large"  # type: ignore[union-attr]
+    assert "artifact" in failed[0].outcome.error.message  # type: ignore[union-attr]
