@@ -31,7 +31,7 @@ Rules every implementation keeps (the conformance suite in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Literal, Protocol, Union, runtime_checkable
+from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -84,7 +84,7 @@ class CreateRefused(WireModel):
     reason: Literal["duplicate_id", "source_missing", "revision_missing"]
 
 
-CreateResult = Annotated[Union[CreateOk, CreateRefused], Field(discriminator="ok")]
+CreateResult = Annotated[CreateOk | CreateRefused, Field(discriminator="ok")]
 
 
 class RevisionState(WireModel):
@@ -111,7 +111,7 @@ class AppendRefused(WireModel):
     detail: str = ""
 
 
-AppendResult = Annotated[Union[AppendOk, AppendRefused], Field(discriminator="ok")]
+AppendResult = Annotated[AppendOk | AppendRefused, Field(discriminator="ok")]
 
 
 class TransitionRequest(WireModel):
@@ -147,9 +147,7 @@ class TransitionRefused(WireModel):
     detail: str = ""
 
 
-TransitionResult = Annotated[
-    Union[TransitionOk, TransitionRefused], Field(discriminator="ok")
-]
+TransitionResult = Annotated[TransitionOk | TransitionRefused, Field(discriminator="ok")]
 
 
 class ClaimOk(WireModel):
@@ -168,7 +166,7 @@ class ClaimRefused(WireModel):
     existing_run_id: str | None = None
 
 
-ClaimRunResult = Annotated[Union[ClaimOk, ClaimRefused], Field(discriminator="ok")]
+ClaimRunResult = Annotated[ClaimOk | ClaimRefused, Field(discriminator="ok")]
 
 
 class PlanStateRecord(WireModel):
@@ -226,6 +224,7 @@ class PlanStore(Protocol):
         Raises:
             PlanNotFoundError: unknown plan.
             RevisionOutOfRangeError: ``through_revision`` outside ``[0, revision]``.
+
         """
         ...
 
@@ -269,6 +268,7 @@ class PlanStore(Protocol):
         Raises:
             PlanNotFoundError: unknown plan.
             RunNotFoundError: ``run_id`` is not the plan's run.
+
         """
         ...
 
@@ -278,6 +278,7 @@ class PlanStore(Protocol):
         Raises:
             PlanNotFoundError: unknown plan.
             RunNotFoundError: the plan has no run, or not ``run_id``.
+
         """
         ...
 

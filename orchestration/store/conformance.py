@@ -1,0 +1,1016 @@
+"""The one conformance suite every :class:`~orchestration.store.base.PlanStore` must pass.
+
+It ships in the package so that a store written elsewhere (PostgreSQL, a service) proves itself
+against exactly the rules the bundled stores keep. Use it from a pytest module::
+
+    from orchestration.store.conformance import PlanStoreConformance
+
+    class TestMyStore(PlanStoreConformance):
+        async def make_store(self, tmp_path):
+            return MyStore(dsn=...)
+
+        async def make_peer(self, store, tmp_path):  # optional, see below
+            return MyStore(dsn=...)
+
+Each test gets a fresh store from :meth:`PlanStoreConformance.make_store` and closes it
+afterwards. The race tests drive two handles at once: by default both are the same object, which
+only exercises concurrent coroutines; override :meth:`PlanStoreConformance.make_peer` to return
+a second, independent handle on the same data (a second connection, as another process would
+hold) so that the races reach the store's own locking.
+
+The suite needs ``pytest`` and ``pytest-asyncio`` (``asyncio_mode`` strict or auto). Every
+expected refusal is asserted as a returned value and every misuse as a raised error from
+:mod:`orchestration.errors`; after each refusal the suite checks that nothing was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from orchestration.encoding import NodeRef, canonical_digest
+from orchestration.errors import PlanNotFoundError, RevisionOutOfRangeError, RunNotFoundError
+from orchestration.ops import fold_ops
+from orchestration.routes import BranchId, EdgeSegment
+from orchestration.types import (
+    AddEdgeOp,
+    AddNodeOp,
+    ApprovalRecord,
+    ArtifactHandle,
+    AuthorityClaim,
+    CallDefinition,
+    CallNode,
+    CloneProvenance,
+    EdgeTaken,
+    EntryNode,
+    ErrorInfo,
+    FrameRef,
+    FrontierSnapshot,
+    NodeEntered,
+    NodeOutput,
+    NodeSettled,
+    OutcomeFailed,
+    OutcomeOk,
+    OutcomeSkipped,
+    OutputItem,
+    PendingFrame,
+    PlanEdge,
+    PlanNodeKind,
+    PlanOp,
+    PlanState,
+    RunEvent,
+    RunInterrupted,
+    RunSettled,
+    RunStarted,
+    SetNodeFieldOp,
+    TemplateProvenance,
+    TurnAbort,
+)
+
+from .base import (
+    AppendOk,
+    AppendRefused,
+    ClaimOk,
+    ClaimRefused,
+    CreateOk,
+    CreateRefused,
+    PlanStateRecord,
+    PlanStore,
+    StateDigest,
+    TransitionOk,
+    TransitionRefused,
+    TransitionRequest,
+)
+
+__all__ = ["PlanStoreConformance"]
+
+_AT = "2026-01-01T00:00:00Z"
+_STATES: tuple[PlanState, ...] = ("editable", "reviewable", "executable")
+
+
+# --------------------------------------------------------------------------------------------
+# Builders: real wire models, nothing store-specific
+# --------------------------------------------------------------------------------------------
+
+
+def _entry_op(op_id: str = "op-entry", *, lamport: int = 0, actor: str = "alice") -> AddNodeOp:
+    node = EntryNode(id="entry")
+    return AddNodeOp(op_id=op_id, actor_id=actor, lamport=lamport, at=_AT, node=node)
+
+
+def _call_op(
+    op_id: str, node_id: str, *, lamport: int = 1, actor: str = "alice", tool: str = "search"
+) -> AddNodeOp:
+    return AddNodeOp(
+        op_id=op_id,
+        actor_id=actor,
+        lamport=lamport,
+        at=_AT,
+        node=CallNode(
+            id=node_id,
+            definition=CallDefinition(
+                tool=tool,
+                args={"query": node_id, "source": NodeRef("entry", path="topic")},
+                authority=(AuthorityClaim(capability="web", scope="public", verb="read"),),
+                replay_safe=True,
+                on_indeterminate="retry",
+            ),
+        ),
+    )
+
+
+def _edge_op(op_id: str, source: str, target: str, *, lamport: int = 2) -> AddEdgeOp:
+    return AddEdgeOp(
+        op_id=op_id,
+        actor_id="alice",
+        lamport=lamport,
+        at=_AT,
+        edge=PlanEdge(id=f"{source}_to_{target}", from_=source, to=target, handle="always"),
+    )
+
+
+def _set_op(op_id: str, node_id: str, value: object, *, lamport: int = 3) -> SetNodeFieldOp:
+    return SetNodeFieldOp(
+        op_id=op_id,
+        actor_id="alice",
+        lamport=lamport,
+        at=_AT,
+        node_id=node_id,
+        path="args.extra",
+        value=value,
+    )
+
+
+def _small_plan() -> list[PlanOp]:
+    return [_entry_op(), _call_op("op-fetch", "fetch"), _edge_op("op-e1", "entry", "fetch")]
+
+
+def _approval(plan_id: str, digest: str, *, by: str = "operator") -> ApprovalRecord:
+    return ApprovalRecord(
+        plan_id=plan_id,
+        digest=digest,
+        authority_set=(AuthorityClaim(capability="web", scope="public", verb="read"),),
+        decided_by=by,
+        decided_at=_AT,
+    )
+
+
+def _freeze(digest: str) -> TransitionRequest:
+    return TransitionRequest(from_="editable", to="reviewable", expected_digest=digest)
+
+
+def _gate(plan_id: str, digest: str, *, by: str = "operator") -> TransitionRequest:
+    return TransitionRequest(
+        from_="reviewable",
+        to="executable",
+        expected_digest=digest,
+        approval=_approval(plan_id, digest, by=by),
+    )
+
+
+def _frame(node_id: str, kind: PlanNodeKind = "call", *edges: str) -> FrameRef:
+    branch = BranchId(segments=tuple(EdgeSegment(edge=edge) for edge in edges))
+    return FrameRef(node_id=node_id, kind=kind, branch_id=branch)
+
+
+def _ok(frame: FrameRef, **fields: object) -> NodeSettled:
+    output = NodeOutput(items=(OutputItem(json_=dict(fields)),), branch_id=frame.branch_id)
+    return NodeSettled(frame=frame, outcome=OutcomeOk(output=output), at=_AT)
+
+
+def _run_log(run_id: str, digest: str) -> list[RunEvent]:
+    """A run that settled ``entry`` and ``notify`` (twice) ``ok``, ``fetch`` failed, one skip."""
+    entry = _frame("entry", "entry")
+    fetch = _frame("fetch", "call", "e1")
+    notify_a = _frame("notify", "call", "e1", "e2")
+    notify_b = _frame("notify", "call", "e1", "e3")
+    summary = _frame("summary", "call", "e4")
+    return [
+        RunStarted(run_id=run_id, digest=digest, at=_AT),
+        NodeEntered(frame=entry, at=_AT),
+        _ok(entry, topic="tides", when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
+        NodeEntered(frame=fetch, at=_AT),
+        NodeSettled(
+            frame=fetch,
+            outcome=OutcomeFailed(handled=True, error=ErrorInfo(name="Timeout", message="slow")),
+            at=_AT,
+        ),
+        _ok(notify_a, sent=True),
+        NodeSettled(frame=summary, outcome=OutcomeSkipped(), at=_AT),
+        _ok(notify_b, sent=True),
+    ]
+
+
+class PlanStoreConformance:
+    """The rules of :mod:`orchestration.store.base`, as pytest tests over one store.
+
+    Subclass it in a module whose name pytest collects, with a class name starting ``Test``,
+    and implement :meth:`make_store`.
+    """
+
+    async def make_store(self, tmp_path: Path) -> PlanStore:
+        """Return a fresh, empty store. ``tmp_path`` is a private directory for this test."""
+        raise NotImplementedError("a PlanStoreConformance subclass must implement make_store")
+
+    async def make_peer(self, store: PlanStore, tmp_path: Path) -> PlanStore:
+        """Return a second handle on ``store``'s data for the race tests (default: ``store``).
+
+        A handle other than ``store`` itself is closed by the test that asked for it.
+        """
+        return store
+
+    @pytest_asyncio.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[PlanStore]:
+        """A fresh store, closed after the test."""
+        made = await self.make_store(tmp_path)
+        try:
+            yield made
+        finally:
+            await made.close()
+
+    # ----------------------------------------------------------------------------------------
+    # Helpers
+    # ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    async def _appended(store: PlanStore, plan_id: str, ops: list[PlanOp]) -> AppendOk:
+        appended = await store.append_ops(plan_id, ops)
+        assert isinstance(appended, AppendOk), appended
+        return appended
+
+    @staticmethod
+    async def _authored(
+        store: PlanStore, plan_id: str = "p", *, label: str | None = None
+    ) -> AppendOk:
+        created = await store.create_plan(plan_id, label=label)
+        assert isinstance(created, CreateOk), created
+        return await PlanStoreConformance._appended(store, plan_id, _small_plan())
+
+    @staticmethod
+    async def _reviewable(store: PlanStore, plan_id: str = "p") -> str:
+        digest = (await PlanStoreConformance._authored(store, plan_id)).digest
+        assert isinstance(await store.transition(plan_id, _freeze(digest)), TransitionOk)
+        return digest
+
+    @staticmethod
+    async def _executable(store: PlanStore, plan_id: str = "p") -> str:
+        digest = await PlanStoreConformance._reviewable(store, plan_id)
+        assert isinstance(await store.transition(plan_id, _gate(plan_id, digest)), TransitionOk)
+        return digest
+
+    @staticmethod
+    async def _snapshot(store: PlanStore, plan_id: str) -> tuple[PlanStateRecord, list[PlanOp]]:
+        return await store.read_state(plan_id), await store.read_ops(plan_id)
+
+    # ----------------------------------------------------------------------------------------
+    # Create
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_store_satisfies_the_protocol(self, store: PlanStore) -> None:
+        """The store is a PlanStore (every protocol method is present)."""
+        assert isinstance(store, PlanStore)
+
+    @pytest.mark.asyncio
+    async def test_create_starts_editable_and_empty(self, store: PlanStore) -> None:
+        """A new plan is editable at revision 0 with the empty fold's digest; one op makes 1."""
+        created = await store.create_plan("p")
+        empty = fold_ops("p", ()).view.digest
+        assert created == CreateOk(plan_id="p", revision=0, digest=empty)
+        assert await store.read_state("p") == PlanStateRecord(
+            state="editable", digest=empty, revision=0
+        )
+        assert await store.read_ops("p") == []
+        assert await store.read_provenance("p") is None
+        assert await store.read_approval("p") is None
+        assert await store.read_run_id("p") is None
+        appended = await store.append_ops("p", [_entry_op()])
+        assert isinstance(appended, AppendOk) and appended.revision == 1
+
+    @pytest.mark.asyncio
+    async def test_create_keeps_label_and_template_provenance(self, store: PlanStore) -> None:
+        """Label and template provenance are stored, and the provenance is part of the digest."""
+        provenance = TemplateProvenance(
+            template="digest_mail", args={"limit": 3, "since": dt.timedelta(days=1)}
+        )
+        created = await store.create_plan("p", label="Morning digest", provenance=provenance)
+        assert isinstance(created, CreateOk)
+        assert created.digest == fold_ops("p", (), provenance).view.digest
+        assert created.digest != fold_ops("p", ()).view.digest
+        assert await store.read_provenance("p") == provenance
+        (summary,) = await store.list_plans()
+        assert summary.label == "Morning digest" and summary.provenance == provenance
+
+    @pytest.mark.asyncio
+    async def test_duplicate_create_is_refused_and_changes_nothing(self, store: PlanStore) -> None:
+        """Creating an existing id returns duplicate_id; the existing plan is untouched."""
+        await self._authored(store, "p", label="first")
+        before = await self._snapshot(store, "p")
+        assert await store.create_plan("p", label="second") == CreateRefused(reason="duplicate_id")
+        assert await self._snapshot(store, "p") == before
+        (summary,) = await store.list_plans()
+        assert summary.label == "first"
+
+    # ----------------------------------------------------------------------------------------
+    # Append
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_append_returns_the_new_revision_and_the_fold_digest(
+        self, store: PlanStore
+    ) -> None:
+        """An append acknowledges revision = log length and the digest of the folded log."""
+        await store.create_plan("p")
+        first = await store.append_ops("p", [_entry_op()])
+        second = await store.append_ops("p", [_call_op("op-a", "a"), _call_op("op-b", "b")])
+        assert isinstance(first, AppendOk) and isinstance(second, AppendOk)
+        assert first.revision == 1 and second.revision == 3
+        ops = await store.read_ops("p")
+        assert second.digest == fold_ops("p", ops).view.digest
+        assert await store.read_state("p") == PlanStateRecord(
+            state="editable", digest=second.digest, revision=3
+        )
+
+    @pytest.mark.asyncio
+    async def test_ops_read_back_equal_in_append_order(self, store: PlanStore) -> None:
+        """Ops come back in append order (not lamport order), equal and with equal canonical bytes.
+
+        The values exercise every tagged JSON form: a reference, bytes, a datetime, a set, a map
+        with non-string keys, a big integer, and a literal dict that merely looks like a tag.
+        """
+        rich: dict[str, object] = {
+            "ref": NodeRef("entry", select="all", path="items"),
+            "blob": b"\x00\xff",
+            "when": dt.datetime(2026, 3, 1, 12, 30, tzinfo=dt.UTC),
+            "every": dt.timedelta(hours=6),
+            "tags": {"b", "a"},
+            "by_id": {1: "one", 2: "two"},
+            "huge": 2**80,
+            "pattern": re.compile("^a+$", re.IGNORECASE),
+            "looks_like_a_ref": {"$ref": {"node": "entry"}},
+            "nested": [{"x": 1.5}, None, True],
+        }
+        ops: list[PlanOp] = [
+            _call_op("op-late", "late", lamport=9),
+            _entry_op(lamport=0),
+            _set_op("op-rich", "late", rich, lamport=4),
+        ]
+        await store.create_plan("p")
+        await store.append_ops("p", ops)
+        back = await store.read_ops("p")
+        assert [op.op_id for op in back] == ["op-late", "op-entry", "op-rich"]
+        assert back == ops
+        assert [canonical_digest(op) for op in back] == [canonical_digest(op) for op in ops]
+        value = back[2]
+        assert isinstance(value, SetNodeFieldOp)
+        assert isinstance(value.value["ref"], NodeRef)
+        assert type(value.value["looks_like_a_ref"]) is dict
+        assert type(value.value["tags"]) is set and type(value.value["blob"]) is bytes
+
+    @pytest.mark.asyncio
+    async def test_append_while_reviewable_is_not_editable(self, store: PlanStore) -> None:
+        """A frozen plan refuses ops with not_editable and its actual state; nothing is written."""
+        await self._reviewable(store)
+        before = await self._snapshot(store, "p")
+        refused = await store.append_ops("p", [_call_op("op-x", "x")])
+        assert isinstance(refused, AppendRefused)
+        assert refused.reason == "not_editable"
+        assert (refused.actual.state, refused.actual.revision) == ("reviewable", 3)
+        assert await self._snapshot(store, "p") == before
+
+    @pytest.mark.asyncio
+    async def test_append_while_executable_is_not_editable(self, store: PlanStore) -> None:
+        """An executable plan refuses ops with not_editable; its digest is unchanged."""
+        digest = await self._executable(store)
+        before = await self._snapshot(store, "p")
+        refused = await store.append_ops("p", [_call_op("op-x", "x")], expected_revision=3)
+        assert isinstance(refused, AppendRefused)
+        assert refused.reason == "not_editable" and refused.actual.state == "executable"
+        assert await self._snapshot(store, "p") == before
+        assert before[0].digest == digest
+
+    @pytest.mark.asyncio
+    async def test_stale_expected_revision_is_revision_moved(self, store: PlanStore) -> None:
+        """An append made against an older revision is refused with revision_moved; no op lands."""
+        await store.create_plan("p")
+        await store.append_ops("p", [_entry_op()])
+        before = await self._snapshot(store, "p")
+        refused = await store.append_ops("p", [_call_op("op-x", "x")], expected_revision=0)
+        assert isinstance(refused, AppendRefused)
+        assert refused.reason == "revision_moved"
+        assert (refused.actual.state, refused.actual.revision) == ("editable", 1)
+        assert await self._snapshot(store, "p") == before
+        ahead = await store.append_ops("p", [_call_op("op-x", "x")], expected_revision=5)
+        assert isinstance(ahead, AppendRefused) and ahead.reason == "revision_moved"
+        landed = await store.append_ops("p", [_call_op("op-x", "x")], expected_revision=1)
+        assert isinstance(landed, AppendOk) and landed.revision == 2
+
+    @pytest.mark.asyncio
+    async def test_reappending_identical_ops_is_a_no_op(self, store: PlanStore) -> None:
+        """An op id already in the log with identical content is skipped, within a batch too.
+
+        A batch that adds nothing is a retried delivery: it is acknowledged at the current
+        revision even when it carries the revision it was first sent against.
+        """
+        await store.create_plan("p")
+        first = await store.append_ops("p", [_entry_op(), _call_op("op-a", "a")])
+        assert isinstance(first, AppendOk) and first.revision == 2
+        again = await store.append_ops("p", [_entry_op()], expected_revision=0)
+        assert again == AppendOk(revision=2, digest=first.digest)
+        mixed = await store.append_ops("p", [_call_op("op-a", "a"), _call_op("op-b", "b")])
+        assert isinstance(mixed, AppendOk) and mixed.revision == 3
+        twice = await store.append_ops("p", [_call_op("op-c", "c"), _call_op("op-c", "c")])
+        assert isinstance(twice, AppendOk) and twice.revision == 4
+        empty = await store.append_ops("p", [])
+        assert isinstance(empty, AppendOk) and empty.revision == 4
+        assert [op.op_id for op in await store.read_ops("p")] == [
+            "op-entry",
+            "op-a",
+            "op-b",
+            "op-c",
+        ]
+        assert (await store.read_state("p")).revision == 4
+
+    @pytest.mark.asyncio
+    async def test_known_op_id_with_other_content_is_conflicting_op(
+        self, store: PlanStore
+    ) -> None:
+        """Different content under a known op id refuses the whole batch with conflicting_op.
+
+        Content is compared by canonical bytes, so ``1`` and ``1.0`` are different content.
+        """
+        await store.create_plan("p")
+        await store.append_ops("p", [_entry_op(), _set_op("op-v", "entry", 1)])
+        before = await self._snapshot(store, "p")
+        cases: list[list[PlanOp]] = [
+            [_call_op("op-new", "new"), _entry_op(lamport=7)],
+            [_set_op("op-v", "entry", 1.0)],
+            [_call_op("op-d", "d"), _call_op("op-d", "d", tool="other")],
+        ]
+        for batch in cases:
+            refused = await store.append_ops("p", batch)
+            assert isinstance(refused, AppendRefused), batch
+            assert refused.reason == "conflicting_op"
+            assert (refused.actual.state, refused.actual.revision) == ("editable", 2)
+            assert await self._snapshot(store, "p") == before
+
+    # ----------------------------------------------------------------------------------------
+    # Read ops, fold, digest
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_read_ops_takes_the_prefix_then_filters_by_lamport(
+        self, store: PlanStore
+    ) -> None:
+        """The first through_revision ops in append order, then only those with lamport > k."""
+        lamports = [5, 1, 7, 3, 9]
+        ops = [_call_op(f"op-{i}", f"n{i}", lamport=lam) for i, lam in enumerate(lamports)]
+        await store.create_plan("p")
+        await store.append_ops("p", ops)
+
+        async def lamports_of(
+            through_revision: int | None = None, since_lamport: int | None = None
+        ) -> list[int]:
+            ops = await store.read_ops(
+                "p", through_revision=through_revision, since_lamport=since_lamport
+            )
+            return [op.lamport for op in ops]
+
+        assert await lamports_of() == lamports
+        assert await lamports_of(through_revision=0) == []
+        assert await lamports_of(through_revision=3) == [5, 1, 7]
+        assert await lamports_of(through_revision=5) == lamports
+        assert await lamports_of(since_lamport=4) == [5, 7, 9]
+        assert await lamports_of(since_lamport=5) == [7, 9]
+        assert await lamports_of(through_revision=3, since_lamport=4) == [5, 7]
+        assert [op.op_id for op in await store.read_ops("p", through_revision=1)] == ["op-0"]
+        for out_of_range in (-1, 6, 99):
+            with pytest.raises(RevisionOutOfRangeError):
+                await store.read_ops("p", through_revision=out_of_range)
+
+    @pytest.mark.asyncio
+    async def test_fold_at_a_revision_is_the_fold_of_that_prefix(self, store: PlanStore) -> None:
+        """fold(revision=n) equals fold_ops of the first n ops with the plan's provenance."""
+        provenance = TemplateProvenance(template="t", args={"n": 1})
+        await store.create_plan("p", provenance=provenance)
+        ops: list[PlanOp] = [
+            *_small_plan(),
+            _set_op("op-ghost", "ghost", 1, lamport=1),
+            _edge_op("op-e2", "fetch", "nowhere", lamport=5),
+        ]
+        await store.append_ops("p", ops)
+        for n in range(len(ops) + 1):
+            folded = await store.fold("p", revision=n)
+            expected = fold_ops("p", ops[:n], provenance)
+            assert folded.view == expected.view
+            assert folded.issues == expected.issues
+        current = await store.fold("p")
+        assert current.view.digest == (await store.read_state("p")).digest
+        assert {issue.code for issue in current.issues} == {"unknown_node", "dangling_edge"}
+        for out_of_range in (-1, len(ops) + 1):
+            with pytest.raises(RevisionOutOfRangeError):
+                await store.fold("p", revision=out_of_range)
+
+    @pytest.mark.asyncio
+    async def test_state_digest_is_the_fold_of_the_stored_log(self, store: PlanStore) -> None:
+        """read_state().digest == fold_ops(id, read_ops(id), read_provenance(id)).view.digest."""
+        await store.create_plan("t", provenance=TemplateProvenance(template="t"))
+        await store.append_ops("t", _small_plan())
+        await store.clone_plan("t", "c")
+        await store.append_ops("c", [_call_op("op-more", "more", lamport=8)])
+        for plan_id in ("t", "c"):
+            state = await store.read_state(plan_id)
+            ops = await store.read_ops(plan_id)
+            provenance = await store.read_provenance(plan_id)
+            view = fold_ops(plan_id, ops, provenance).view
+            assert state.digest == view.digest
+            assert state.revision == len(ops) == view.revision
+
+    # ----------------------------------------------------------------------------------------
+    # Transitions and approval
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_freeze_and_approve_move_forward_and_keep_the_content(
+        self, store: PlanStore
+    ) -> None:
+        """Freeze then approve succeed at the current digest, keeping revision and content."""
+        digest = (await self._authored(store)).digest
+        assert await store.transition("p", _freeze(digest)) == TransitionOk(revision=3)
+        assert (await store.read_state("p")).state == "reviewable"
+        assert await store.read_approval("p") is None
+        gate = _gate("p", digest)
+        assert await store.transition("p", gate) == TransitionOk(revision=3)
+        assert await store.read_state("p") == PlanStateRecord(
+            state="executable", digest=digest, revision=3
+        )
+        assert await store.read_approval("p") == gate.approval
+
+    @pytest.mark.asyncio
+    async def test_transition_from_another_state_is_state_mismatch(
+        self, store: PlanStore
+    ) -> None:
+        """A request whose from-state is not the plan's state is refused with the actual state."""
+        digest = (await self._authored(store)).digest
+        refused = await store.transition("p", _gate("p", digest))
+        assert isinstance(refused, TransitionRefused)
+        assert refused.reason == "state_mismatch"
+        assert refused.actual == StateDigest(state="editable", digest=digest)
+        assert (await store.read_state("p")).state == "editable"
+        assert await store.read_approval("p") is None
+
+    @pytest.mark.asyncio
+    async def test_transition_at_a_stale_digest_is_digest_mismatch(self, store: PlanStore) -> None:
+        """A legal move decided on other content is refused with the actual digest; nothing moves.
+
+        This is the stale-approval case: the gate decided on an earlier digest cannot pass.
+        """
+        await store.create_plan("p")
+        stale = (await self._appended(store, "p", [_entry_op()])).digest
+        digest = (await self._appended(store, "p", [_call_op("op-a", "a")])).digest
+        refused = await store.transition("p", _freeze(stale))
+        assert isinstance(refused, TransitionRefused) and refused.reason == "digest_mismatch"
+        assert refused.actual == StateDigest(state="editable", digest=digest)
+        assert (await store.read_state("p")).state == "editable"
+        assert isinstance(await store.transition("p", _freeze(digest)), TransitionOk)
+        before = await self._snapshot(store, "p")
+        for bogus in (stale, "0" * 64):
+            refused = await store.transition("p", _gate("p", bogus))
+            assert isinstance(refused, TransitionRefused) and refused.reason == "digest_mismatch"
+            assert refused.actual == StateDigest(state="reviewable", digest=digest)
+            assert await self._snapshot(store, "p") == before
+            assert await store.read_approval("p") is None
+
+    @pytest.mark.asyncio
+    async def test_only_forward_transitions_exist(self, store: PlanStore) -> None:
+        """Every other pair (back, skip, stay) is illegal_transition, returned, never raised."""
+        plans: list[tuple[PlanState, str, str]] = [
+            ("editable", "e", (await self._authored(store, "e")).digest),
+            ("reviewable", "r", await self._reviewable(store, "r")),
+            ("executable", "x", await self._executable(store, "x")),
+        ]
+        legal = {("editable", "reviewable"), ("reviewable", "executable")}
+        for source, plan_id, digest in plans:
+            approval_before = await store.read_approval(plan_id)
+            for target in _STATES:
+                if (source, target) in legal:
+                    continue
+                request = TransitionRequest(
+                    from_=source,
+                    to=target,
+                    expected_digest=digest,
+                    approval=_approval(plan_id, digest, by="someone else"),
+                )
+                refused = await store.transition(plan_id, request)
+                assert isinstance(refused, TransitionRefused), (source, target)
+                assert refused.reason == "illegal_transition", (source, target)
+                assert await store.read_state(plan_id) == PlanStateRecord(
+                    state=source, digest=digest, revision=3
+                )
+                assert await store.read_approval(plan_id) == approval_before
+
+    @pytest.mark.asyncio
+    async def test_gate_requires_an_approval_of_this_plan_at_this_digest(
+        self, store: PlanStore
+    ) -> None:
+        """The gate without an approval, or with one for other content, is approval_missing."""
+        digest = await self._reviewable(store)
+        other = await self._reviewable(store, "other")
+        requests = [
+            TransitionRequest(from_="reviewable", to="executable", expected_digest=digest),
+            TransitionRequest(
+                from_="reviewable",
+                to="executable",
+                expected_digest=digest,
+                approval=_approval("p", other),
+            ),
+            TransitionRequest(
+                from_="reviewable",
+                to="executable",
+                expected_digest=digest,
+                approval=_approval("other", digest),
+            ),
+        ]
+        for request in requests:
+            refused = await store.transition("p", request)
+            assert isinstance(refused, TransitionRefused)
+            assert refused.reason == "approval_missing"
+            assert (await store.read_state("p")).state == "reviewable"
+            assert await store.read_approval("p") is None
+
+    @pytest.mark.asyncio
+    async def test_the_approval_is_recorded_once(self, store: PlanStore) -> None:
+        """A second gate on an executable plan is refused and the first approval stays."""
+        digest = await self._reviewable(store)
+        first = _gate("p", digest, by="first operator")
+        assert isinstance(await store.transition("p", first), TransitionOk)
+        second = await store.transition("p", _gate("p", digest, by="second operator"))
+        assert isinstance(second, TransitionRefused) and second.reason == "state_mismatch"
+        assert await store.read_approval("p") == first.approval
+
+    @pytest.mark.asyncio
+    async def test_racing_append_and_freeze_never_both_succeed(
+        self, store: PlanStore, tmp_path: Path
+    ) -> None:
+        """An append racing a freeze either lands before it (freeze misses) or is not_editable."""
+        peer = await self.make_peer(store, tmp_path)
+        try:
+            for round_ in range(6):
+                plan_id = f"p{round_}"
+                digest = (await self._authored(store, plan_id)).digest
+                appended, frozen = await asyncio.gather(
+                    store.append_ops(plan_id, [_call_op("op-late", "late")]),
+                    peer.transition(plan_id, _freeze(digest)),
+                )
+                state = await store.read_state(plan_id)
+                if isinstance(frozen, TransitionOk):
+                    assert isinstance(appended, AppendRefused)
+                    assert appended.reason == "not_editable"
+                    assert state == PlanStateRecord(state="reviewable", digest=digest, revision=3)
+                else:
+                    assert isinstance(appended, AppendOk)
+                    assert frozen.reason == "digest_mismatch"
+                    assert state == PlanStateRecord(
+                        state="editable", digest=appended.digest, revision=4
+                    )
+        finally:
+            if peer is not store:
+                await peer.close()
+
+    # ----------------------------------------------------------------------------------------
+    # Clone
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_clone_copies_the_prefix_and_records_its_lineage(
+        self, store: PlanStore
+    ) -> None:
+        """A clone is editable with the first n ops as stored, a clone provenance, no approval/run.
+
+        ``parentDigest`` is the parent's own digest at that revision (its provenance included);
+        ``completedAtClone`` lists the node ids the parent's run settled ok, in log order.
+        """
+        provenance = TemplateProvenance(template="digest_mail")
+        await store.create_plan("p", label="Morning digest", provenance=provenance)
+        await store.append_ops("p", _small_plan())
+        digest = (await store.read_state("p")).digest
+        await store.transition("p", _freeze(digest))
+        await store.transition("p", _gate("p", digest))
+        await store.claim_run("p", digest, "run-1")
+        await store.append_run_events("p", "run-1", _run_log("run-1", digest))
+        parent_ops = await store.read_ops("p")
+
+        created = await store.clone_plan("p", "c", at_revision=2)
+        expected = CloneProvenance(
+            parent="p",
+            parent_digest=fold_ops("p", parent_ops[:2], provenance).view.digest,
+            parent_revision=2,
+            completed_at_clone=("entry", "notify", "notify"),
+        )
+        assert expected.parent_digest == (await store.fold("p", revision=2)).view.digest
+        assert await store.read_provenance("c") == expected
+        clone_digest = fold_ops("c", parent_ops[:2], expected).view.digest
+        assert created == CreateOk(plan_id="c", revision=2, digest=clone_digest)
+        assert await store.read_state("c") == PlanStateRecord(
+            state="editable", digest=clone_digest, revision=2
+        )
+        assert await store.read_ops("c") == parent_ops[:2]
+        assert await store.read_approval("c") is None
+        assert await store.read_run_id("c") is None
+        with pytest.raises(RunNotFoundError):
+            await store.read_run_events("c")
+        labels = {s.plan_id: s.label for s in await store.list_plans()}
+        assert labels == {"p": "Morning digest", "c": "Morning digest"}
+
+    @pytest.mark.asyncio
+    async def test_clone_defaults_to_the_current_revision_and_is_independent(
+        self, store: PlanStore
+    ) -> None:
+        """Without at_revision the clone takes the whole log; later edits of either stay apart."""
+        parent = await self._authored(store)
+        created = await store.clone_plan("p", "c")
+        assert isinstance(created, CreateOk) and created.revision == 3
+        provenance = await store.read_provenance("c")
+        assert provenance == CloneProvenance(
+            parent="p", parent_digest=parent.digest, parent_revision=3, completed_at_clone=()
+        )
+        await store.append_ops("c", [_call_op("op-c", "only_in_clone")])
+        await store.append_ops("p", [_call_op("op-p", "only_in_parent")])
+        assert [op.op_id for op in await store.read_ops("c")][-1] == "op-c"
+        assert [op.op_id for op in await store.read_ops("p")][-1] == "op-p"
+        assert (await store.read_state("c")).revision == 4
+        assert (await store.read_state("p")).revision == 4
+        empty = await store.clone_plan("p", "e", at_revision=0)
+        assert isinstance(empty, CreateOk) and empty.revision == 0
+        assert await store.read_ops("e") == []
+
+    @pytest.mark.asyncio
+    async def test_clone_refusals_come_in_check_order(self, store: PlanStore) -> None:
+        """source_missing before duplicate_id before revision_missing; a refusal creates nothing."""
+        await self._authored(store, "p")
+        await store.create_plan("taken")
+        missing = await store.clone_plan("ghost", "taken", at_revision=99)
+        assert missing == CreateRefused(reason="source_missing")
+        duplicate = await store.clone_plan("p", "taken", at_revision=99)
+        assert duplicate == CreateRefused(reason="duplicate_id")
+        for bad in (-1, 4):
+            refused = await store.clone_plan("p", "new", at_revision=bad)
+            assert refused == CreateRefused(reason="revision_missing")
+        assert [s.plan_id for s in await store.list_plans()] == ["p", "taken"]
+        with pytest.raises(PlanNotFoundError):
+            await store.read_state("new")
+
+    @pytest.mark.asyncio
+    async def test_a_clone_of_a_spent_plan_can_be_frozen_at_its_digest(
+        self, store: PlanStore
+    ) -> None:
+        """Cloning an executable plan gives an editable plan that freezes at its read digest."""
+        await self._executable(store)
+        await store.clone_plan("p", "c")
+        state = await store.read_state("c")
+        view = fold_ops("c", await store.read_ops("c"), await store.read_provenance("c")).view
+        assert state.digest == view.digest
+        assert isinstance(await store.transition("c", _freeze(state.digest)), TransitionOk)
+
+    # ----------------------------------------------------------------------------------------
+    # Runs
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_claim_needs_an_executable_plan_at_its_digest(self, store: PlanStore) -> None:
+        """claim_run is not_executable before approval and digest_mismatch on other content."""
+        digest = (await self._authored(store, "e")).digest
+        assert await store.claim_run("e", digest, "run-1") == ClaimRefused(
+            reason="not_executable"
+        )
+        reviewable = await self._reviewable(store, "r")
+        refused = await store.claim_run("r", reviewable, "run-1")
+        assert isinstance(refused, ClaimRefused) and refused.reason == "not_executable"
+        await self._executable(store, "x")
+        refused = await store.claim_run("x", digest, "run-1")
+        assert isinstance(refused, ClaimRefused) and refused.reason == "digest_mismatch"
+        for plan_id in ("e", "r", "x"):
+            assert await store.read_run_id(plan_id) is None
+
+    @pytest.mark.asyncio
+    async def test_a_plan_has_one_run_ever(self, store: PlanStore) -> None:
+        """The first claim records the run; the same id resumes; any other id is refused."""
+        digest = await self._executable(store)
+        assert await store.claim_run("p", digest, "run-1") == ClaimOk(
+            run_id="run-1", resumed=False
+        )
+        assert await store.claim_run("p", digest, "run-1") == ClaimOk(run_id="run-1", resumed=True)
+        assert await store.claim_run("p", digest, "run-2") == ClaimRefused(
+            reason="run_already_claimed", existing_run_id="run-1"
+        )
+        assert await store.read_run_id("p") == "run-1"
+
+    @pytest.mark.asyncio
+    async def test_racing_claims_exactly_one_wins(self, store: PlanStore, tmp_path: Path) -> None:
+        """Two claims with different run ids at once: one wins, the other names the winner."""
+        peer = await self.make_peer(store, tmp_path)
+        try:
+            for round_ in range(6):
+                plan_id = f"p{round_}"
+                digest = await self._executable(store, plan_id)
+                results = await asyncio.gather(
+                    store.claim_run(plan_id, digest, f"run-a{round_}"),
+                    peer.claim_run(plan_id, digest, f"run-b{round_}"),
+                )
+                winners = [r for r in results if isinstance(r, ClaimOk)]
+                losers = [r for r in results if isinstance(r, ClaimRefused)]
+                assert len(winners) == 1 and len(losers) == 1
+                assert winners[0].resumed is False
+                assert losers[0].reason == "run_already_claimed"
+                assert losers[0].existing_run_id == winners[0].run_id
+                assert await store.read_run_id(plan_id) == winners[0].run_id
+        finally:
+            if peer is not store:
+                await peer.close()
+
+    @pytest.mark.asyncio
+    async def test_racing_appends_on_one_revision_exactly_one_wins(
+        self, store: PlanStore, tmp_path: Path
+    ) -> None:
+        """Two appends against the same expected revision: one lands whole, the other not at all."""
+        peer = await self.make_peer(store, tmp_path)
+        try:
+            await store.create_plan("p")
+            for round_ in range(8):
+                revision = (await store.read_state("p")).revision
+                mine = [_call_op(f"a{round_}-{i}", f"a{round_}_{i}") for i in range(3)]
+                theirs = [_call_op(f"b{round_}-{i}", f"b{round_}_{i}") for i in range(3)]
+                results = await asyncio.gather(
+                    store.append_ops("p", mine, expected_revision=revision),
+                    peer.append_ops("p", theirs, expected_revision=revision),
+                )
+                winners = [r for r in results if isinstance(r, AppendOk)]
+                losers = [r for r in results if isinstance(r, AppendRefused)]
+                assert len(winners) == 1 and len(losers) == 1
+                assert winners[0].revision == revision + 3
+                assert losers[0].reason == "revision_moved"
+                assert losers[0].actual.revision == revision + 3
+                won, lost = (mine, theirs) if isinstance(results[0], AppendOk) else (theirs, mine)
+                log = [op.op_id for op in await store.read_ops("p")]
+                assert log[revision:] == [op.op_id for op in won]
+                assert not {op.op_id for op in lost} & set(log)
+            assert (await store.read_state("p")).revision == 8 * 3
+        finally:
+            if peer is not store:
+                await peer.close()
+
+    @pytest.mark.asyncio
+    async def test_run_event_batches_read_back_equal_and_in_order(self, store: PlanStore) -> None:
+        """Event batches append whole and read back equal, in order, artifact handles included."""
+        digest = await self._executable(store)
+        await store.claim_run("p", digest, "run-1")
+        entry = _frame("entry", "entry")
+        fetch = _frame("fetch", "call", "entry_to_fetch")
+        first: list[RunEvent] = [
+            RunStarted(run_id="run-1", digest=digest, at=_AT),
+            NodeEntered(frame=entry, at=_AT),
+            _ok(entry, topic="tides", raw=b"\x01\x02", seen={"x", "y"}),
+        ]
+        handle = ArtifactHandle(tag="spool", locator="file:///a.bin", artifact_class="CsvFile")
+        key = f"{fetch.node_id}:{fetch.branch_id.key}"
+        second: list[RunEvent] = [
+            EdgeTaken(
+                edge_id="entry_to_fetch",
+                handle="always",
+                from_=entry,
+                to=fetch,
+                evidence={"because": [1, 2]},
+                at=_AT,
+            ),
+            FrontierSnapshot(
+                frames=(PendingFrame(frame=fetch, artifacts={key: handle}),), at=_AT
+            ),
+            RunInterrupted(cause=TurnAbort(), frame=fetch, at=_AT),
+            RunSettled(outcome="aborted", at=_AT),
+        ]
+        await store.append_run_events("p", "run-1", first)
+        assert await store.read_run_events("p") == first
+        await store.append_run_events("p", "run-1", second)
+        await store.append_run_events("p", "run-1", [])
+        events = await store.read_run_events("p", "run-1")
+        assert events == first + second
+        assert [e.kind for e in events] == [e.kind for e in first + second]
+        snapshot = events[4]
+        assert isinstance(snapshot, FrontierSnapshot)
+        assert isinstance(snapshot.frames[0].artifacts[key], ArtifactHandle)
+        assert snapshot.frames[0].artifacts[key] == handle
+
+    @pytest.mark.asyncio
+    async def test_run_events_need_the_plans_run(self, store: PlanStore) -> None:
+        """Events cannot be written or read without the plan's run id: RunNotFoundError."""
+        digest = await self._executable(store)
+        event = RunStarted(run_id="run-1", digest=digest, at=_AT)
+        with pytest.raises(RunNotFoundError):
+            await store.append_run_events("p", "run-1", [event])
+        with pytest.raises(RunNotFoundError):
+            await store.read_run_events("p")
+        await store.claim_run("p", digest, "run-1")
+        with pytest.raises(RunNotFoundError):
+            await store.append_run_events("p", "run-2", [event])
+        with pytest.raises(RunNotFoundError):
+            await store.read_run_events("p", "run-2")
+        assert await store.read_run_events("p", "run-1") == []
+
+    # ----------------------------------------------------------------------------------------
+    # Unknown plans, listings
+    # ----------------------------------------------------------------------------------------
+
+    @pytest.mark.asyncio
+    async def test_unknown_plan_raises_plan_not_found(self, store: PlanStore) -> None:
+        """Every method that addresses a plan raises PlanNotFoundError for an unknown id."""
+        event = RunStarted(run_id="run-1", digest="d", at=_AT)
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "append_ops": lambda: store.append_ops("ghost", [_entry_op()]),
+            "read_ops": lambda: store.read_ops("ghost"),
+            "read_provenance": lambda: store.read_provenance("ghost"),
+            "read_state": lambda: store.read_state("ghost"),
+            "fold": lambda: store.fold("ghost"),
+            "transition": lambda: store.transition("ghost", _freeze("d")),
+            "read_approval": lambda: store.read_approval("ghost"),
+            "claim_run": lambda: store.claim_run("ghost", "d", "run-1"),
+            "read_run_id": lambda: store.read_run_id("ghost"),
+            "append_run_events": lambda: store.append_run_events("ghost", "run-1", [event]),
+            "read_run_events": lambda: store.read_run_events("ghost"),
+        }
+        for name, call in calls.items():
+            with pytest.raises(PlanNotFoundError):
+                await call()
+                pytest.fail(f"{name} did not raise")
+        assert await store.list_plans() == []
+
+    @pytest.mark.asyncio
+    async def test_list_plans_in_creation_order_with_a_state_filter(
+        self, store: PlanStore
+    ) -> None:
+        """Summaries come in creation order, filtered by state on request, matching each plan."""
+        await self._authored(store, "b")
+        await self._reviewable(store, "a")
+        await self._executable(store, "c")
+        await store.clone_plan("c", "d", at_revision=1)
+
+        summaries = await store.list_plans()
+        assert [s.plan_id for s in summaries] == ["b", "a", "c", "d"]
+        for summary in summaries:
+            state = await store.read_state(summary.plan_id)
+            view = (await store.fold(summary.plan_id)).view
+            assert (summary.state, summary.digest, summary.revision) == (
+                state.state,
+                state.digest,
+                state.revision,
+            )
+            assert summary.node_count == len(view.nodes)
+            assert summary.provenance == await store.read_provenance(summary.plan_id)
+        assert [s.node_count for s in summaries] == [2, 2, 2, 1]
+
+        by_state = {
+            state: [s.plan_id for s in await store.list_plans(state=state)] for state in _STATES
+        }
+        assert by_state == {"editable": ["b", "d"], "reviewable": ["a"], "executable": ["c"]}
+
+    @pytest.mark.asyncio
+    async def test_every_write_refreshes_updated_at(self, store: PlanStore) -> None:
+        """The updatedAt stamp moves forward on append, freeze, approval, claim and event append."""
+
+        async def stamp() -> dt.datetime:
+            (summary,) = await store.list_plans()
+            return dt.datetime.fromisoformat(summary.updated_at)
+
+        await store.create_plan("p")
+        stamps = [await stamp()]
+        digest = ""
+
+        async def append() -> None:
+            nonlocal digest
+            digest = (await self._appended(store, "p", _small_plan())).digest
+
+        async def freeze() -> None:
+            await store.transition("p", _freeze(digest))
+
+        async def approve() -> None:
+            await store.transition("p", _gate("p", digest))
+
+        async def claim() -> None:
+            await store.claim_run("p", digest, "run-1")
+
+        async def record() -> None:
+            await store.append_run_events(
+                "p", "run-1", [RunStarted(run_id="run-1", digest=digest, at=_AT)]
+            )
+
+        for write in (append, freeze, approve, claim, record):
+            await asyncio.sleep(0.02)
+            await write()
+            stamps.append(await stamp())
+        assert stamps == sorted(stamps)
+        assert len(set(stamps)) == len(stamps)

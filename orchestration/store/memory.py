@@ -1,0 +1,349 @@
+"""``MemoryPlanStore``: the in-process :class:`~orchestration.store.base.PlanStore`, for tests.
+
+Every method reads and writes its plan's record inside one ``asyncio.Lock``, so concurrent
+coroutines on one event loop see each compare-and-set as atomic.
+
+The store keeps the caller's own model objects and hands the same objects back (in fresh
+lists), with no serialisation round trip. The models are frozen, but a staged value inside one
+(a call's ``args`` dict) is an ordinary container: mutating it after the append would change the
+stored plan behind its digest. Nothing in the library does that; a test must not either.
+
+The current digest, revision and node count are kept beside the log and recomputed by folding
+when the log changes, so reads never refold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from orchestration.errors import PlanNotFoundError, RunNotFoundError
+from orchestration.ops import FoldResult, fold_ops
+from orchestration.types import (
+    ApprovalRecord,
+    CloneProvenance,
+    PlanOp,
+    PlanProvenance,
+    PlanState,
+    PlanSummary,
+    RunEvent,
+    TemplateProvenance,
+)
+
+from . import _rules
+from .base import (
+    AppendOk,
+    AppendRefused,
+    ClaimOk,
+    ClaimRefused,
+    CreateOk,
+    CreateRefused,
+    PlanStateRecord,
+    TransitionOk,
+    TransitionRefused,
+    TransitionRequest,
+)
+
+__all__ = ["MemoryPlanStore"]
+
+
+@dataclass(eq=False)
+class _Plan:
+    plan_id: str
+    label: str | None
+    provenance: PlanProvenance | None
+    digest: str
+    node_count: int
+    updated_at: str
+    state: PlanState = "editable"
+    ops: list[PlanOp] = field(default_factory=list)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    approval: ApprovalRecord | None = None
+    run_id: str | None = None
+    events: list[RunEvent] = field(default_factory=list)
+
+    def refold(self) -> None:
+        view = fold_ops(self.plan_id, self.ops, self.provenance).view
+        self.digest = view.digest
+        self.node_count = len(view.nodes)
+
+
+class MemoryPlanStore:
+    """An in-process plan store; everything is lost when the object is.
+
+    Args:
+        clock: Returns the ``updatedAt`` stamp of a write (ISO-8601). Defaults to UTC now;
+            inject a fixed clock for reproducible summaries.
+
+    """
+
+    def __init__(self, *, clock: Callable[[], str] = _rules.utc_now) -> None:
+        self._plans: dict[str, _Plan] = {}
+        self._lock = asyncio.Lock()
+        self._clock = clock
+
+    def _get(self, method: str, plan_id: str) -> _Plan:
+        plan = self._plans.get(plan_id)
+        if plan is None:
+            raise PlanNotFoundError(_rules.plan_not_found_message(method, plan_id))
+        return plan
+
+    async def create_plan(
+        self,
+        plan_id: str,
+        *,
+        label: str | None = None,
+        provenance: TemplateProvenance | None = None,
+    ) -> CreateOk | CreateRefused:
+        """Create an empty ``editable`` plan (revision 0); ``duplicate_id`` if it exists."""
+        async with self._lock:
+            if plan_id in self._plans:
+                return CreateRefused(reason="duplicate_id")
+            view = fold_ops(plan_id, (), provenance).view
+            self._plans[plan_id] = _Plan(
+                plan_id=plan_id,
+                label=label,
+                provenance=provenance,
+                digest=view.digest,
+                node_count=0,
+                updated_at=self._clock(),
+            )
+            return CreateOk(plan_id=plan_id, revision=0, digest=view.digest)
+
+    async def clone_plan(
+        self, source_id: str, new_id: str, *, at_revision: int | None = None
+    ) -> CreateOk | CreateRefused:
+        """Copy the source's first ``at_revision`` ops (default: all) into a new editable plan.
+
+        Refusals, in check order: ``source_missing``, ``duplicate_id``, ``revision_missing``.
+        """
+        async with self._lock:
+            source = self._plans.get(source_id)
+            if source is None:
+                return CreateRefused(reason="source_missing")
+            if new_id in self._plans:
+                return CreateRefused(reason="duplicate_id")
+            revision = len(source.ops) if at_revision is None else at_revision
+            if not 0 <= revision <= len(source.ops):
+                return CreateRefused(reason="revision_missing")
+            ops = source.ops[:revision]
+            parent_digest = fold_ops(source_id, ops, source.provenance).view.digest
+            provenance = CloneProvenance(
+                parent=source_id,
+                parent_digest=parent_digest,
+                parent_revision=revision,
+                completed_at_clone=_rules.settled_ok_node_ids(source.events),
+            )
+            clone = _Plan(
+                plan_id=new_id,
+                label=source.label,
+                provenance=provenance,
+                digest="",
+                node_count=0,
+                updated_at=self._clock(),
+                ops=ops,
+                fingerprints={op.op_id: source.fingerprints[op.op_id] for op in ops},
+            )
+            clone.refold()
+            self._plans[new_id] = clone
+            return CreateOk(plan_id=new_id, revision=revision, digest=clone.digest)
+
+    async def append_ops(
+        self,
+        plan_id: str,
+        ops: Sequence[PlanOp],
+        *,
+        expected_revision: int | None = None,
+    ) -> AppendOk | AppendRefused:
+        """Append ops atomically, only while ``editable`` and (if given) at that revision.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            plan = self._get("append_ops", plan_id)
+            decision = _rules.screen_append(
+                plan.state, len(plan.ops), ops, plan.fingerprints, expected_revision
+            )
+            if isinstance(decision, AppendRefused):
+                return decision
+            if decision:
+                for op, fingerprint in decision:
+                    plan.ops.append(op)
+                    plan.fingerprints[op.op_id] = fingerprint
+                plan.refold()
+                plan.updated_at = self._clock()
+            return AppendOk(revision=len(plan.ops), digest=plan.digest)
+
+    async def read_ops(
+        self,
+        plan_id: str,
+        *,
+        through_revision: int | None = None,
+        since_lamport: int | None = None,
+    ) -> list[PlanOp]:
+        """The log in append order: the first ``through_revision`` ops, then ``lamport >`` filter.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RevisionOutOfRangeError: ``through_revision`` outside ``[0, revision]``.
+
+        """
+        async with self._lock:
+            plan = self._get("read_ops", plan_id)
+            ops = plan.ops[: _rules.checked_revision(plan_id, len(plan.ops), through_revision)]
+        if since_lamport is None:
+            return ops
+        return [op for op in ops if op.lamport > since_lamport]
+
+    async def read_provenance(self, plan_id: str) -> PlanProvenance | None:
+        """The plan's lineage, or ``None`` when it was authored from scratch.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            return self._get("read_provenance", plan_id).provenance
+
+    async def read_state(self, plan_id: str) -> PlanStateRecord:
+        """The lifecycle state now, with the current digest and revision.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            plan = self._get("read_state", plan_id)
+            return PlanStateRecord(state=plan.state, digest=plan.digest, revision=len(plan.ops))
+
+    async def fold(self, plan_id: str, *, revision: int | None = None) -> FoldResult:
+        """The plan folded at ``revision`` (default: current), with its current provenance.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RevisionOutOfRangeError: ``revision`` outside ``[0, current]``.
+
+        """
+        async with self._lock:
+            plan = self._get("fold", plan_id)
+            ops = plan.ops[: _rules.checked_revision(plan_id, len(plan.ops), revision)]
+            provenance = plan.provenance
+        return fold_ops(plan_id, ops, provenance)
+
+    async def transition(
+        self, plan_id: str, request: TransitionRequest
+    ) -> TransitionOk | TransitionRefused:
+        """Compare-and-set the lifecycle state. Checks state, then digest, then legality.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            plan = self._get("transition", plan_id)
+            refusal = _rules.screen_transition(plan_id, plan.state, plan.digest, request)
+            if refusal is not None:
+                return refusal
+            plan.state = request.to
+            if request.to == "executable":
+                plan.approval = request.approval
+            plan.updated_at = self._clock()
+            return TransitionOk(revision=len(plan.ops))
+
+    async def read_approval(self, plan_id: str) -> ApprovalRecord | None:
+        """The approval persisted with ``reviewable → executable``, or ``None``.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            return self._get("read_approval", plan_id).approval
+
+    async def claim_run(
+        self, plan_id: str, expected_digest: str, run_id: str
+    ) -> ClaimOk | ClaimRefused:
+        """Record ``run_id`` as the plan's one run; atomic compare-and-set.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            plan = self._get("claim_run", plan_id)
+            answer = _rules.screen_claim(
+                plan.state, plan.digest, plan.run_id, expected_digest, run_id
+            )
+            if answer is not None:
+                return answer
+            plan.run_id = run_id
+            plan.updated_at = self._clock()
+            return ClaimOk(run_id=run_id, resumed=False)
+
+    async def read_run_id(self, plan_id: str) -> str | None:
+        """The plan's run id, once claimed.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        async with self._lock:
+            return self._get("read_run_id", plan_id).run_id
+
+    async def append_run_events(
+        self, plan_id: str, run_id: str, events: Sequence[RunEvent]
+    ) -> None:
+        """Append a batch of run events atomically.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RunNotFoundError: ``run_id`` is not the plan's run.
+
+        """
+        async with self._lock:
+            plan = self._get("append_run_events", plan_id)
+            if plan.run_id is None or plan.run_id != run_id:
+                raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
+            if events:
+                plan.events.extend(events)
+                plan.updated_at = self._clock()
+
+    async def read_run_events(self, plan_id: str, run_id: str | None = None) -> list[RunEvent]:
+        """The run's events in append order; ``run_id=None`` reads the plan's only run.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RunNotFoundError: the plan has no run, or not ``run_id``.
+
+        """
+        async with self._lock:
+            plan = self._get("read_run_events", plan_id)
+            if plan.run_id is None:
+                raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
+            if run_id is not None and run_id != plan.run_id:
+                raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
+            return list(plan.events)
+
+    async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
+        """Summaries in creation order, optionally only those in ``state``."""
+        async with self._lock:
+            return [
+                PlanSummary(
+                    plan_id=plan.plan_id,
+                    state=plan.state,
+                    digest=plan.digest,
+                    revision=len(plan.ops),
+                    node_count=plan.node_count,
+                    label=plan.label,
+                    provenance=plan.provenance,
+                    updated_at=plan.updated_at,
+                )
+                for plan in self._plans.values()
+                if state is None or plan.state == state
+            ]
+
+    async def close(self) -> None:
+        """Nothing to release: the plans live as long as the object."""

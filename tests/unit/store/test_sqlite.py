@@ -1,0 +1,133 @@
+"""The SQLite store against the shared conformance suite, plus what only a file can show."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from orchestration.store import (
+    AppendOk,
+    PlanStore,
+    PlanStoreConformance,
+    SqlitePlanStore,
+    TransitionRequest,
+)
+from orchestration.store.sqlite import SCHEMA_VERSION, SchemaVersionError
+from orchestration.types import (
+    AddNodeOp,
+    ApprovalRecord,
+    EntryNode,
+    RunStarted,
+    TemplateProvenance,
+)
+
+AT = "2026-01-01T00:00:00Z"
+
+
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "plans.sqlite3"
+
+
+class TestSqlitePlanStore(PlanStoreConformance):
+    async def make_store(self, tmp_path: Path) -> PlanStore:
+        return SqlitePlanStore(db_path(tmp_path))
+
+    async def make_peer(self, store: PlanStore, tmp_path: Path) -> PlanStore:
+        # A second connection on the same file: the races reach SQLite's own locking.
+        return SqlitePlanStore(db_path(tmp_path))
+
+
+def entry_op() -> AddNodeOp:
+    return AddNodeOp(op_id="op-1", actor_id="alice", lamport=1, at=AT, node=EntryNode(id="entry"))
+
+
+@pytest.mark.asyncio
+async def test_opening_creates_a_wal_file_with_the_schema_version(tmp_path: Path) -> None:
+    """First use creates the file in WAL mode with user_version = SCHEMA_VERSION; not before."""
+    path = db_path(tmp_path)
+    store = SqlitePlanStore(path)
+    assert not path.exists()
+    await store.create_plan("p")
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"plans", "ops", "run_events"} <= tables
+
+
+@pytest.mark.asyncio
+async def test_everything_survives_reopening_the_file(tmp_path: Path) -> None:
+    """A second store on the same file (after the first closed) reads back every record."""
+    path = db_path(tmp_path)
+    first = SqlitePlanStore(path)
+    provenance = TemplateProvenance(template="t", args={"n": 1})
+    await first.create_plan("p", label="label", provenance=provenance)
+    appended = await first.append_ops("p", [entry_op()])
+    assert isinstance(appended, AppendOk)
+    digest = appended.digest
+    await first.transition(
+        "p", TransitionRequest(from_="editable", to="reviewable", expected_digest=digest)
+    )
+    approval = ApprovalRecord(
+        plan_id="p", digest=digest, authority_set=(), decided_by="op", decided_at=AT
+    )
+    await first.transition(
+        "p",
+        TransitionRequest(
+            from_="reviewable", to="executable", expected_digest=digest, approval=approval
+        ),
+    )
+    await first.claim_run("p", digest, "run-1")
+    await first.append_run_events("p", "run-1", [RunStarted(run_id="run-1", digest=digest, at=AT)])
+    before = (
+        await first.read_state("p"),
+        await first.read_ops("p"),
+        await first.read_provenance("p"),
+        await first.read_approval("p"),
+        await first.read_run_id("p"),
+        await first.read_run_events("p"),
+        await first.list_plans(),
+    )
+    await first.close()
+
+    second = SqlitePlanStore(path)
+    after = (
+        await second.read_state("p"),
+        await second.read_ops("p"),
+        await second.read_provenance("p"),
+        await second.read_approval("p"),
+        await second.read_run_id("p"),
+        await second.read_run_events("p"),
+        await second.list_plans(),
+    )
+    await second.close()
+    assert after == before
+    assert before[3] == approval and before[0].state == "executable"
+
+
+@pytest.mark.asyncio
+async def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A file whose user_version is ahead of this code is refused, not rewritten."""
+    path = db_path(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    store = SqlitePlanStore(path)
+    with pytest.raises(SchemaVersionError):
+        await store.list_plans()
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+        assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+@pytest.mark.asyncio
+async def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
+    """After close() every call raises instead of silently reopening the file."""
+    store = SqlitePlanStore(db_path(tmp_path))
+    await store.create_plan("p")
+    await store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        await store.read_state("p")
