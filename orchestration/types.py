@@ -18,6 +18,7 @@ model sees every issue of its plan at once instead of a refusal per op.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -25,6 +26,7 @@ from pydantic.alias_generators import to_camel
 
 from orchestration.encoding import NodeRef, ValueSchema
 from orchestration.routes import BranchId, EdgeSegment, JoinSegment, RouteSegment
+from orchestration.tables import TableSchema
 
 __all__ = [
     "DEFAULT_PLAN_BOUNDS",
@@ -689,8 +691,10 @@ class ArtifactHandle(WireModel):
     artifact_class: str | None = None
 
 
-OutputTable = dict[str, NodeOutput]
-ArtifactTable = dict[str, ArtifactHandle]
+OutputTable = Annotated[Mapping[str, NodeOutput], TableSchema()]
+"""Keyed ``<nodeId>:<branchKey>``: a dict, or a structurally shared ``Table`` kept as is."""
+ArtifactTable = Annotated[Mapping[str, ArtifactHandle], TableSchema()]
+"""Keyed like ``OutputTable``: handles of the artifacts the route's calls produced."""
 
 
 class ErrorInfo(WireModel):

@@ -1,0 +1,327 @@
+"""The facade: ``create_orchestration(...) -> Orchestration``, the one handle a host holds.
+
+Construction is the assembly point: it takes the store, the tier-C allowlist and the predicate
+cells, and awaits every cell's ``load()`` so a missing dependency fails at boot rather than in
+the middle of a freeze. Everything public is then reached through the object:
+
+* ``freeze_plan`` folds the plan, validates it, and moves it ``editable → reviewable`` at the
+  digest it validated, only when no blocking issue remains; it returns ``{ok, issues}`` either
+  way, never raising for a plan's content.
+* ``approve_plan`` is the permission gate. It refuses, before writing anything, unless the plan
+  is ``reviewable`` and the record names this plan, its current digest, and exactly its
+  canonical authority set; then it moves ``reviewable → executable`` with the record in one
+  compare-and-set. Each refusal is a value with its own code.
+* ``render``, ``outline``, ``slice`` and ``raw`` are the reading side: what an operator reads
+  before approving, and what a model reads while editing.
+
+The class keeps one seam per concern (inputs, folding, validation, transitions) so running
+plans can be added beside these without touching them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from orchestration.allowlist import ToolAllowlist
+from orchestration.approval import (
+    ApprovalOk,
+    ApprovalRefused,
+    ApprovalResult,
+    approval_record,
+    authority_set,
+    check_approval,
+)
+from orchestration.contracts import InvocableTools, PredicateEvaluator
+from orchestration.ops import FoldResult
+from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
+from orchestration.raw import Revision, raw_diff, raw_ops
+from orchestration.render import Audience, render_diff, render_plan
+from orchestration.store.base import PlanStore, TransitionRefused, TransitionRequest
+from orchestration.types import (
+    ApprovalRecord,
+    PlanDiff,
+    PlanIssue,
+    PlanOp,
+    RawPlanView,
+    WireModel,
+)
+from orchestration.validation import (
+    FreezeInputs,
+    FreezeOverrides,
+    blocking,
+    has_blocking,
+    merge_evaluators,
+    resolve_inputs,
+    validate,
+)
+
+__all__ = [
+    "STALE_SEARCH_LIMIT",
+    "ApprovalOk",
+    "ApprovalRefused",
+    "ApprovalResult",
+    "FreezeInputs",
+    "FreezeOverrides",
+    "FreezeResult",
+    "Orchestration",
+    "RawViews",
+    "ToolAllowlist",
+    "approval_record",
+    "authority_set",
+    "create_orchestration",
+]
+
+STALE_SEARCH_LIMIT = 64
+"""How many earlier revisions an approval's digest is compared with to call it stale."""
+
+
+class FreezeResult(WireModel):
+    """What a freeze did: ``ok`` when the plan is now ``reviewable``; every issue either way."""
+
+    ok: bool
+    issues: tuple[PlanIssue, ...] = ()
+
+
+class RawViews:
+    """The structured views of one store, for diff-rendering UIs and tools."""
+
+    def __init__(self, store: PlanStore) -> None:
+        self._store = store
+
+    async def plan(self, plan_id: str, revision: int | None = None) -> RawPlanView:
+        """The plan folded at ``revision`` (default: current), with its provenance."""
+        return (await self._store.fold(plan_id, revision=revision)).view
+
+    async def ops(
+        self,
+        plan_id: str,
+        *,
+        through_revision: int | None = None,
+        since_lamport: int | None = None,
+    ) -> list[PlanOp]:
+        """The op log in append order."""
+        return await raw_ops(
+            self._store, plan_id, through_revision=through_revision, since_lamport=since_lamport
+        )
+
+    async def diff(self, plan_id: str, a: Revision, b: Revision = "current") -> PlanDiff:
+        """The structural diff from revision ``a`` to ``b``."""
+        return await raw_diff(self._store, plan_id, a, b)
+
+
+async def create_orchestration(
+    *,
+    store: PlanStore,
+    invocable: InvocableTools,
+    evaluators: Sequence[PredicateEvaluator] = (),
+) -> Orchestration:
+    """Assemble the facade, loading every cell first.
+
+    Args:
+        store: Where plans live.
+        invocable: The tier-C allowlist (and each tool's declared return).
+        evaluators: The predicate cells plans may name; merged by id (a later cell replaces an
+            earlier one with the same id).
+
+    Raises:
+        Exception: whatever a cell's ``load()`` raises, so a missing dependency fails here.
+
+    """
+    cells = merge_evaluators((), evaluators)
+    for cell in cells:
+        await cell.load()
+    return Orchestration(store, FreezeInputs(invocable=invocable, evaluators=cells))
+
+
+class Orchestration:
+    """The public surface over one store; build it with :func:`create_orchestration`."""
+
+    def __init__(self, store: PlanStore, inputs: FreezeInputs) -> None:
+        self._store = store
+        self._inputs = inputs
+        self.raw = RawViews(store)
+
+    @property
+    def store(self) -> PlanStore:
+        """The backing store, for listing, history and cloning without a second handle."""
+        return self._store
+
+    @property
+    def inputs(self) -> FreezeInputs:
+        """The configured allowlist and cells."""
+        return self._inputs
+
+    # -- freeze ------------------------------------------------------------------------------
+
+    async def check_plan(
+        self,
+        plan_id: str,
+        inputs: FreezeOverrides | FreezeInputs | None = None,
+        *,
+        revision: int | None = None,
+    ) -> list[PlanIssue]:
+        """Every freeze issue of the plan (fold issues first), without changing its state."""
+        fold = await self._store.fold(plan_id, revision=revision)
+        return await self._validate(fold, inputs)
+
+    async def freeze_plan(
+        self, plan_id: str, inputs: FreezeOverrides | FreezeInputs | None = None
+    ) -> FreezeResult:
+        """Validate the plan and, when nothing blocks, move it ``editable → reviewable``.
+
+        Args:
+            plan_id: The plan.
+            inputs: Per-freeze overrides: ``invocable`` replaces the configured allowlist,
+                ``evaluators`` merge by id. Host-only: see :class:`FreezeOverrides`.
+
+        Returns:
+            ``ok`` when the plan is now reviewable at the digest validated; the issues (fold
+            issues first, advisory ones included) either way. A plan that moved meanwhile, or
+            is not editable, gets a blocking ``transition_rejected`` issue.
+
+        """
+        fold = await self._store.fold(plan_id)
+        issues = await self._validate(fold, inputs)
+        if has_blocking(issues):
+            return FreezeResult(ok=False, issues=tuple(issues))
+        result = await self._store.transition(
+            plan_id,
+            TransitionRequest(
+                from_="editable", to="reviewable", expected_digest=fold.view.digest
+            ),
+        )
+        if isinstance(result, TransitionRefused):
+            issues.append(_transition_rejected(result))
+            return FreezeResult(ok=False, issues=tuple(issues))
+        return FreezeResult(ok=True, issues=tuple(issues))
+
+    async def _validate(
+        self, fold: FoldResult, inputs: FreezeOverrides | FreezeInputs | None
+    ) -> list[PlanIssue]:
+        resolved = resolve_inputs(self._inputs, inputs)
+        return await validate(fold.view, resolved, fold_issues=fold.issues)
+
+    # -- approve -----------------------------------------------------------------------------
+
+    async def approve_plan(self, plan_id: str, record: ApprovalRecord) -> ApprovalResult:
+        """The permission gate: ``reviewable → executable``, bound to the record.
+
+        Refuses before writing anything unless the record names this plan, the plan is
+        reviewable, the record's digest is the current digest (an earlier revision's digest is
+        refused as ``stale_digest``) and its authority set is exactly the canonical set. The
+        transition itself is a compare-and-set on the digest, so a plan that changed between
+        the check and the write is refused too (``transition_rejected``).
+
+        Raises:
+            PlanNotFoundError: no plan has that id.
+
+        """
+        state = await self._store.read_state(plan_id)
+        view = (await self._store.fold(plan_id)).view
+        stale = False
+        if (
+            record.plan_id == plan_id
+            and state.state == "reviewable"
+            and record.digest != view.digest
+        ):
+            stale = await self._is_earlier_digest(plan_id, record.digest, view.revision)
+        refusal = check_approval(plan_id, state.state, view, record, stale=stale)
+        if refusal is not None:
+            return refusal
+        result = await self._store.transition(
+            plan_id,
+            TransitionRequest(
+                from_="reviewable",
+                to="executable",
+                expected_digest=view.digest,
+                approval=record,
+            ),
+        )
+        if isinstance(result, TransitionRefused):
+            issue = _transition_rejected(result)
+            actual = result.actual
+            return ApprovalRefused(
+                code=issue.code,
+                message=issue.message,
+                state=actual.state if actual is not None else None,
+                digest=actual.digest if actual is not None else None,
+            )
+        return ApprovalOk(plan_id=plan_id, digest=view.digest, revision=result.revision)
+
+    async def _is_earlier_digest(self, plan_id: str, digest: str, revision: int) -> bool:
+        lowest = max(0, revision - STALE_SEARCH_LIMIT)
+        for earlier in range(revision - 1, lowest - 1, -1):
+            if (await self._store.fold(plan_id, revision=earlier)).view.digest == digest:
+                return True
+        return False
+
+    # -- read --------------------------------------------------------------------------------
+
+    async def render(
+        self,
+        plan_id: str,
+        *,
+        audience: Audience = "operator",
+        revision: int | None = None,
+        with_issues: bool = True,
+    ) -> str:
+        """The plan as prose (see :func:`~orchestration.render.render_plan`), with its issues."""
+        fold = await self._store.fold(plan_id, revision=revision)
+        issues = await self._validate(fold, None) if with_issues else None
+        return render_plan(fold.view, audience, issues)
+
+    async def render_diff(
+        self, plan_id: str, a: Revision, b: Revision = "current"
+    ) -> str:
+        """What changed between two revisions, as prose for re-review."""
+        return render_diff(await self.raw.diff(plan_id, a, b))
+
+    async def outline(self, plan_id: str) -> PlanOutline:
+        """One flat level: phases with verbatim node ids, tools and issue counts."""
+        state = await self._store.read_state(plan_id)
+        fold = await self._store.fold(plan_id)
+        issues = await self._validate(fold, None)
+        return plan_outline(fold.view, state.state, issues)
+
+    async def slice(
+        self, plan_id: str, *, phase: str | None = None, node: str | None = None
+    ) -> PlanSlice:
+        """One phase's nodes (or one node) in full, with boundary ids and their issues.
+
+        Raises:
+            UnknownSliceError: the phase or node does not exist (the message lists valid ones).
+
+        """
+        fold = await self._store.fold(plan_id)
+        issues = await self._validate(fold, None)
+        return plan_slice(fold.view, phase=phase, node=node, issues=issues)
+
+
+_REJECTION_FIX: dict[str, str] = {
+    "state_mismatch": "",
+    "digest_mismatch": "the plan changed while it was being checked; re-read it and retry",
+    "illegal_transition": "that lifecycle move is not allowed; plans only move forward",
+    "approval_missing": "an approval record is required for this move",
+}
+
+
+def _transition_rejected(result: TransitionRefused) -> PlanIssue:
+    actual = result.actual
+    state: Literal["editable", "reviewable", "executable"] | None = (
+        actual.state if actual is not None else None
+    )
+    if result.reason == "state_mismatch" and state is not None:
+        fix = {
+            "editable": "it is editable again or was never frozen; freeze it first",
+            "reviewable": "it is already frozen (reviewable); render it and approve it, or "
+            "clone it to edit",
+            "executable": "it is already approved and runs at most once; clone it to change it",
+        }[state]
+    else:
+        fix = _REJECTION_FIX.get(result.reason, "re-read the plan and retry")
+    detail = f" ({result.detail})" if result.detail else ""
+    return blocking(
+        "transition_rejected",
+        f"The store refused the lifecycle move: {result.reason}{detail}; {fix}.",
+    )
