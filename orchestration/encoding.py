@@ -575,9 +575,33 @@ def _encode(value: Any, refs: RefPolicy, opts: int) -> bytes:
         except ormsgpack.MsgpackEncodeError as exc:
             raise UnencodableValueError(f"value outside the encodable subset: {exc}") from exc
     if _NAN_MARK.search(data) is not None:
-        # The bytes of a float64 NaN appear somewhere (maybe inside a string): check for real.
-        validate_value(value, refs)
+        # The bytes of a float64 NaN (or infinity) appear somewhere, maybe inside a string or
+        # bytes: look for a real NaN only now, so the common case pays nothing for the check.
+        _refuse_nan(value, "")
     return data
+
+
+def _refuse_nan(value: Any, path: str) -> None:
+    """Raise on the first NaN in ``value`` (models and containers included), naming its path."""
+    kind = type(value)
+    if kind is float:
+        if value != value:
+            raise UnencodableValueError(
+                f"{path or 'value'}: NaN has no canonical encoding; stage a number or null", path
+            )
+    elif kind is list or kind is tuple:
+        for i, item in enumerate(value):
+            _refuse_nan(item, _child(path, i))
+    elif kind is dict:
+        for key, item in value.items():
+            _refuse_nan(key, path)
+            _refuse_nan(item, _child(path, key))
+    elif kind is set or kind is frozenset:
+        for item in value:
+            _refuse_nan(item, path)
+    elif isinstance(value, BaseModel):
+        for name, item in value.__dict__.items():
+            _refuse_nan(item, _child(path, name))
 
 
 def _ext_hook(code: int, data: bytes) -> Any:

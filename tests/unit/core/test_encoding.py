@@ -205,3 +205,17 @@ def test_noderef_is_immutable_and_hashable() -> None:
     assert hash(a) == hash(NodeRef("n", 2, "p"))
     with pytest.raises(AttributeError):
         a.node = "m"  # type: ignore[misc]
+
+
+def test_infinity_in_a_plan_folds_and_digests() -> None:
+    """Infinities (whose bytes look like a NaN's prefix) are legal staged values in a plan."""
+    from orchestration.ops import fold_ops
+
+    from .plans import diamond_ops, fixed_author
+
+    a = fixed_author(start=100)
+    ops = [*diamond_ops(), a.set_field("report", "args.limit", float("inf")),
+           a.set_field("report", "args.blob", b"\xcb\x7f\xf0\x00")]
+    view = fold_ops("p", ops).view
+    assert view.node("report").definition.args["limit"] == float("inf")  # type: ignore[union-attr]
+    assert len(view.digest) == 64
