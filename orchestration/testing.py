@@ -1,0 +1,590 @@
+"""Test doubles for plans and runs: build small plans tersely, script tools, run in process.
+
+:func:`run_in_process` drives :class:`~orchestration.engine.RunEngine` with real concurrency
+(one asyncio task per frame in flight) against a :class:`FakeToolbox`. It is a **test double,
+not a second runtime**: nothing is durable, nothing survives the process, and no claim is made
+about a crash. Production runs go through the Temporal workflow, which drives the same engine;
+this driver exists so branching, joins, budgets and failure handling can be tested (by us and by
+users of the library) without a server.
+
+Everything is deterministic given the scripts: the clock is a counter (:class:`TickClock`), and
+results that complete together are settled in dispatch order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orchestration.contracts import PredicateEvaluator
+from orchestration.encoding import NodeRef
+from orchestration.engine import (
+    DEFAULT_MAX_IN_FLIGHT,
+    Decided,
+    Dispatch,
+    Failed,
+    RunEngine,
+    SettleResult,
+    Skipped,
+    Succeeded,
+)
+from orchestration.ops import plan_digest
+from orchestration.predicates.structured import StructuredCell
+from orchestration.runs import fold_run
+from orchestration.scripted_reasoner import (
+    NoToolCall,
+    Refusal,
+    ScriptedReasoner,
+    example_for_schema,
+)
+from orchestration.types import (
+    ArtifactHandle,
+    BooleanField,
+    BranchDefinition,
+    BranchNode,
+    CallDefinition,
+    CallNode,
+    DeclaredField,
+    EmitRows,
+    EmitValue,
+    EntryDefinition,
+    EntryNode,
+    EnumField,
+    InterruptionCause,
+    JoinNode,
+    NumberField,
+    OperatorStop,
+    PlanBounds,
+    PlanEdge,
+    PlanNode,
+    ProcessDeath,
+    PromptPart,
+    RawPlanView,
+    ReasonDefinition,
+    ReasonNode,
+    RunEvent,
+    RunProjection,
+    SelectDefinition,
+    SelectNode,
+    StringField,
+    TextPart,
+    TransformDefinition,
+    TransformNode,
+    TransformStep,
+)
+
+__all__ = [
+    "Attempts",
+    "FakeToolbox",
+    "HaltDecision",
+    "Indeterminate",
+    "Invocation",
+    "NoToolCall",
+    "PlanSketch",
+    "Refusal",
+    "ScriptedReasoner",
+    "TickClock",
+    "example_for_schema",
+    "run_in_process",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# Plans
+# ------------------------------------------------------------------------------------------
+
+
+class PlanSketch:
+    """Build a small frozen-looking plan view in a few lines, for tests.
+
+    No op log and no authoring identity: nodes and edges go straight into a
+    :class:`~orchestration.types.RawPlanView` (digest computed). Edge ids default to ``e0``,
+    ``e1``, ... in the order edges are added. Calls default to replay-safe, ``retry`` on
+    indeterminate, and ``onMissingValue: fail``.
+
+    Example::
+
+        view = (
+            PlanSketch()
+            .entry(StringField(path="q"))
+            .call("a", args={"q": NodeRef("entry", path="q")})
+            .call("b")
+            .chain("entry", "a", "b")
+            .view()
+        )
+    """
+
+    def __init__(
+        self,
+        plan_id: str = "plan",
+        *,
+        max_steps: int = 4096,
+        max_concurrent_frames: int = 32,
+        max_nodes: int = 10_000,
+        max_edges: int = 20_000,
+    ) -> None:
+        self.plan_id = plan_id
+        self.bounds = PlanBounds(
+            max_nodes=max_nodes,
+            max_edges=max_edges,
+            max_steps=max_steps,
+            max_concurrent_frames=max_concurrent_frames,
+            max_encoded_bytes=64 * 1024 * 1024,
+        )
+        self.nodes: list[PlanNode] = []
+        self.edges: list[PlanEdge] = []
+
+    def add(self, node: PlanNode) -> PlanSketch:
+        """Add any node."""
+        self.nodes.append(node)
+        return self
+
+    def entry(self, *fields: DeclaredField, node_id: str = "entry") -> PlanSketch:
+        """The entry node, accepting ``fields``."""
+        return self.add(EntryNode(id=node_id, definition=EntryDefinition(input=fields)))
+
+    def call(
+        self,
+        node_id: str,
+        tool: str | None = None,
+        *,
+        args: Mapping[str, Any] | None = None,
+        output: Sequence[DeclaredField] = (),
+        on_missing: Literal["fail", "omit"] = "fail",
+        replay_safe: bool = True,
+        on_indeterminate: Literal["retry", "halt", "skip"] = "retry",
+    ) -> PlanSketch:
+        """A call node; ``tool`` defaults to ``"tool.<node_id>"``."""
+        return self.add(
+            CallNode(
+                id=node_id,
+                definition=CallDefinition(
+                    tool=tool or f"tool.{node_id}",
+                    args=dict(args or {}),
+                    output=tuple(output),
+                    on_missing_value=on_missing,
+                    replay_safe=replay_safe,
+                    on_indeterminate=on_indeterminate,
+                ),
+            )
+        )
+
+    def reason(
+        self,
+        node_id: str,
+        *prompt: str | NodeRef,
+        max_attempts: int = 1,
+        output_schema: str = "{}",
+    ) -> PlanSketch:
+        """A reason node whose prompt is ``prompt`` (strings become text parts)."""
+        parts: list[PromptPart] = [TextPart(text=p) if isinstance(p, str) else p for p in prompt]
+        return self.add(
+            ReasonNode(
+                id=node_id,
+                definition=ReasonDefinition(
+                    prompt=tuple(parts), output_schema=output_schema, max_attempts=max_attempts
+                ),
+            )
+        )
+
+    def transform(
+        self,
+        node_id: str,
+        source: NodeRef,
+        *steps: str | TransformStep,
+        emit: str | None = "value",
+        output: Sequence[DeclaredField] = (),
+    ) -> PlanSketch:
+        """A transform of ``source``'s artifact through ``steps`` (descriptor names, or steps
+        with their args)."""
+        return self.add(
+            TransformNode(
+                id=node_id,
+                definition=TransformDefinition(
+                    source=source,
+                    steps=tuple(
+                        TransformStep(name=s) if isinstance(s, str) else s for s in steps
+                    ),
+                    emit=EmitRows() if emit is None else EmitValue(field=emit),
+                    output=tuple(output),
+                ),
+            )
+        )
+
+    def branch(self, node_id: str, predicate: Any, *, evaluator: str = "structured") -> PlanSketch:
+        """A branch node deciding ``match`` / ``no_match``."""
+        return self.add(
+            BranchNode(
+                id=node_id, definition=BranchDefinition(evaluator=evaluator, predicate=predicate)
+            )
+        )
+
+    def select(
+        self,
+        node_id: str,
+        cases: Sequence[str],
+        predicate: Any,
+        *,
+        evaluator: str = "structured",
+    ) -> PlanSketch:
+        """A select node deciding one of ``case_<label>`` or ``default``."""
+        return self.add(
+            SelectNode(
+                id=node_id,
+                definition=SelectDefinition(
+                    evaluator=evaluator, predicate=predicate, cases=tuple(cases)
+                ),
+            )
+        )
+
+    def join(self, node_id: str) -> PlanSketch:
+        """A diamond join."""
+        return self.add(JoinNode(id=node_id))
+
+    def edge(
+        self, source: str, target: str, handle: str = "always", *, edge_id: str | None = None
+    ) -> PlanSketch:
+        """An edge; its id defaults to ``e<n>``."""
+        self.edges.append(
+            PlanEdge.model_validate(
+                {
+                    "id": edge_id or f"e{len(self.edges)}",
+                    "from": source,
+                    "to": target,
+                    "handle": handle,
+                }
+            )
+        )
+        return self
+
+    def chain(self, *node_ids: str, handle: str = "always") -> PlanSketch:
+        """Edges between consecutive nodes."""
+        for source, target in zip(node_ids, node_ids[1:], strict=False):
+            self.edge(source, target, handle)
+        return self
+
+    def view(self) -> RawPlanView:
+        """The plan view, with its digest."""
+        view = RawPlanView(
+            plan_id=self.plan_id,
+            digest="",
+            revision=len(self.nodes) + len(self.edges),
+            nodes=tuple(self.nodes),
+            edges=tuple(self.edges),
+            bounds=self.bounds,
+        )
+        return view.model_copy(update={"digest": plan_digest(view)})
+
+
+# ------------------------------------------------------------------------------------------
+# Scripted tools
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Indeterminate:
+    """Script value: the call started and its outcome is unknown (say, its worker died).
+
+    The driver resolves it by the node's ``onIndeterminate``: ``retry`` runs the next attempt,
+    ``skip`` settles it skipped, ``halt`` interrupts the frame and asks ``on_halt``.
+    """
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """Script value: one script per attempt; the last one repeats."""
+
+    scripts: tuple[Any, ...]
+
+    def __init__(self, *scripts: Any) -> None:
+        if not scripts:
+            raise ValueError("Attempts needs at least one script")
+        object.__setattr__(self, "scripts", scripts)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One dispatch the toolbox answered."""
+
+    key: str
+    node_id: str
+    kind: str
+    tool: str | None
+    args: Mapping[str, Any] | None
+    attempt: int
+
+
+Answer = SettleResult | Indeterminate
+
+
+def _placeholder(declared: DeclaredField, node_id: str) -> Any:
+    if isinstance(declared, StringField):
+        return node_id
+    if isinstance(declared, NumberField):
+        return 0
+    if isinstance(declared, BooleanField):
+        return False
+    if isinstance(declared, EnumField):
+        return declared.values[0] if declared.values else ""
+    return None  # pragma: no cover
+
+
+class FakeToolbox:
+    """Scripted answers for call, reason and transform frames.
+
+    A script is looked up by node id first, then (for calls) by tool name. It may be:
+
+    * a ``Succeeded``, ``Failed`` or ``Skipped`` result, or :class:`Indeterminate`;
+    * a mapping (one item of those fields), a list of mappings (one item each), a string (one
+      item: the first declared output path, or ``value``), or an ``ArtifactHandle``;
+    * a callable taking the :class:`~orchestration.engine_types.Dispatch` (sync or async)
+      returning any of the above; an exception it raises becomes ``Failed``;
+    * :class:`Attempts` of any of the above.
+
+    Unscripted frames succeed with one item holding a placeholder per declared output field
+    (or ``{"value": <node_id>}``). ``delays`` (seconds, by node id or tool) make a frame take
+    time, so concurrency is real. Every answer is logged in :attr:`calls`, and the most frames
+    ever running at once in :attr:`max_concurrent`.
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, Any] | None = None,
+        nodes: Mapping[str, Any] | None = None,
+        delays: Mapping[str, float] | None = None,
+    ) -> None:
+        self.tools = dict(tools or {})
+        self.nodes = dict(nodes or {})
+        self.delays = dict(delays or {})
+        self.calls: list[Invocation] = []
+        self.running = 0
+        self.max_concurrent = 0
+
+    def invocations(self, node_id: str | None = None) -> list[Invocation]:
+        """The answered dispatches, optionally only those of ``node_id``."""
+        return [c for c in self.calls if node_id is None or c.node_id == node_id]
+
+    async def run(self, dispatch: Dispatch) -> Answer:
+        """Answer one dispatch."""
+        node_id = dispatch.node.id
+        tool = dispatch.tool
+        self.calls.append(
+            Invocation(dispatch.key, node_id, dispatch.kind, tool, dispatch.args, dispatch.attempt)
+        )
+        self.running += 1
+        self.max_concurrent = max(self.max_concurrent, self.running)
+        try:
+            delay = self.delays.get(node_id, self.delays.get(tool or "", 0.0))
+            if delay:
+                await asyncio.sleep(delay)
+            else:
+                await asyncio.sleep(0)
+            script = self.nodes.get(node_id, self.tools.get(tool or "", _UNSCRIPTED))
+            if isinstance(script, Attempts):
+                script = script.scripts[min(dispatch.attempt, len(script.scripts)) - 1]
+            return await self._answer(script, dispatch)
+        finally:
+            self.running -= 1
+
+    async def _answer(self, script: Any, dispatch: Dispatch) -> Answer:
+        if script is _UNSCRIPTED:
+            return Succeeded.one(self._default_fields(dispatch))
+        if isinstance(script, Succeeded | Failed | Skipped | Decided | Indeterminate):
+            return script
+        if callable(script):
+            try:
+                value = script(dispatch)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as exc:  # noqa: BLE001 - a tool's exception is its failure
+                return Failed.of(exc)
+            return await self._answer(value, dispatch)
+        if isinstance(script, ArtifactHandle):
+            return Succeeded.one(self._default_fields(dispatch), artifact=script)
+        if isinstance(script, str):
+            output = getattr(dispatch.node.definition, "output", ())
+            return Succeeded.one({output[0].path if output else "value": script})
+        if isinstance(script, Mapping):
+            return Succeeded.one(script)
+        if isinstance(script, list):
+            return Succeeded(items=tuple(script))
+        return Failed("UnsupportedScript", f"cannot answer with a {type(script).__name__}")
+
+    @staticmethod
+    def _default_fields(dispatch: Dispatch) -> dict[str, Any]:
+        output: Sequence[DeclaredField] = getattr(dispatch.node.definition, "output", ())
+        node_id = dispatch.node.id
+        if not output:
+            return {"value": node_id}
+        return {f.path: _placeholder(f, node_id) for f in output}
+
+
+_UNSCRIPTED: Any = object()
+
+
+# ------------------------------------------------------------------------------------------
+# The driver
+# ------------------------------------------------------------------------------------------
+
+
+class TickClock:
+    """A deterministic clock: each call is one microsecond after the last, as ISO-8601 UTC."""
+
+    def __init__(self, start: dt.datetime | None = None) -> None:
+        self._now = start or dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def __call__(self) -> str:
+        """The next instant."""
+        self._now += dt.timedelta(microseconds=1)
+        return self._now.isoformat().replace("+00:00", "Z")
+
+
+HaltDecision = Literal["retry", "skip", "abort"]
+
+
+async def run_in_process(
+    view: RawPlanView,
+    run_input: Mapping[str, Any],
+    toolbox: FakeToolbox | None = None,
+    *,
+    evaluators: Sequence[PredicateEvaluator] | None = None,
+    run_id: str = "run-1",
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    clock: Callable[[], str] | None = None,
+    on_halt: Callable[[Dispatch], HaltDecision] | None = None,
+    stop_when: Callable[[RunEngine], InterruptionCause | None] | None = None,
+    max_attempts: int = 5,
+) -> tuple[list[RunEvent], RunProjection]:
+    """Run a plan in this process against scripted tools; return its log and its projection.
+
+    A test double, not a runtime (see the module docstring). Each frame the engine hands out
+    runs as an asyncio task: calls, reason nodes and transforms through ``toolbox``; branches
+    and selects through their cell in ``evaluators`` (default: the structured cell), a cell
+    that raises being a ``predicate`` failure. Results are settled as they complete.
+
+    Args:
+        view: The plan.
+        run_input: The run's input.
+        toolbox: The scripts (default: every frame succeeds with placeholders).
+        evaluators: The predicate cells by id.
+        run_id: The run's id.
+        max_in_flight: The host's cap on frames in flight.
+        clock: Returns ``at`` for each engine call (default: a :class:`TickClock`).
+        on_halt: Decides a halted indeterminate call (default: ``abort``).
+        stop_when: Checked after every settlement; a cause it returns stops the run.
+        max_attempts: Attempts of an indeterminate call under ``retry`` before it fails.
+
+    Raises:
+        InvalidRunInputError: the input is refused (nothing was recorded).
+
+    """
+    tools = toolbox or FakeToolbox()
+    cells = {cell.id: cell for cell in (evaluators or [StructuredCell()])}
+    now = clock or TickClock()
+    engine = RunEngine.start(view, run_id, run_input, now(), max_in_flight=max_in_flight)
+    events: list[RunEvent] = engine.drain_events()
+    tasks: dict[asyncio.Task[Answer], tuple[int, Dispatch]] = {}
+    order = 0
+
+    def launch(dispatch: Dispatch) -> None:
+        nonlocal order
+        order += 1
+        tasks[asyncio.ensure_future(_perform(dispatch, tools, cells))] = (order, dispatch)
+
+    try:
+        while not engine.done:
+            for dispatch in engine.ready(now()):
+                launch(dispatch)
+            if engine.done:
+                break
+            if not tasks:
+                raise RuntimeError(
+                    "the engine is waiting on nothing: no frame in flight and nothing ready"
+                )
+            finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(finished, key=lambda t: tasks[t][0]):
+                _, dispatch = tasks.pop(task)
+                outcome = task.result()
+                if isinstance(outcome, Indeterminate):
+                    _indeterminate(engine, dispatch, now, on_halt, max_attempts, launch)
+                else:
+                    engine.settle(dispatch.key, outcome, now())
+                if stop_when is not None and not engine.done:
+                    cause = stop_when(engine)
+                    if cause is not None:
+                        engine.stop(cause, now())
+            events.extend(engine.drain_events())
+    finally:
+        for task in tasks:
+            task.cancel()
+    events.extend(engine.drain_events())
+    return events, fold_run(events)
+
+
+def _indeterminate(
+    engine: RunEngine,
+    dispatch: Dispatch,
+    now: Callable[[], str],
+    on_halt: Callable[[Dispatch], HaltDecision] | None,
+    max_attempts: int,
+    launch: Callable[[Dispatch], None],
+) -> None:
+    """Resolve an indeterminate outcome by the node's policy, as a workflow would.
+
+    ``skip`` settles it skipped; ``retry`` runs it again (failing it after ``max_attempts``);
+    ``halt`` interrupts the frame and applies ``on_halt``'s decision. A run already stopping
+    starts nothing again: the frame is interrupted and stays indeterminate.
+    """
+    node = dispatch.node
+    policy = node.definition.on_indeterminate if isinstance(node, CallNode) else "retry"
+    key = dispatch.key
+    if policy == "skip":
+        engine.settle(key, Skipped(), now())
+        return
+    halted = policy == "halt"
+    if halted:
+        engine.interrupt_frame(key, ProcessDeath(), now())
+    if engine.stopping is not None:
+        if not halted:
+            engine.interrupt_frame(key, ProcessDeath(), now())
+        return
+    decision: HaltDecision = "retry"
+    if halted:
+        decision = on_halt(dispatch) if on_halt is not None else "abort"
+    if decision == "skip":
+        engine.settle(key, Skipped(), now())
+    elif decision == "abort":
+        engine.stop(OperatorStop(), now())
+    elif dispatch.attempt >= max_attempts:
+        engine.settle(
+            key,
+            Failed("IndeterminateError", f"no outcome after {dispatch.attempt} attempts"),
+            now(),
+        )
+    else:
+        launch(engine.retry(key, now()))
+
+
+async def _perform(
+    dispatch: Dispatch, tools: FakeToolbox, cells: Mapping[str, PredicateEvaluator]
+) -> Answer:
+    node = dispatch.node
+    if isinstance(node, BranchNode | SelectNode):
+        cell = cells.get(node.definition.evaluator)
+        if cell is None:
+            return Failed(
+                "UnknownEvaluatorError",
+                f'no evaluator cell "{node.definition.evaluator}" is registered',
+                "predicate",
+            )
+        assert dispatch.context is not None
+        try:
+            verdict = await cell.evaluate(node, dispatch.context)
+        except Exception as exc:  # noqa: BLE001 - a cell that raises is unevaluatable
+            return Failed.of(exc, "predicate")
+        return Decided(verdict)
+    return await tools.run(dispatch)
