@@ -7,6 +7,7 @@ agree on one definition. Nothing here does I/O.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal
 
 from pydantic import Field
@@ -27,6 +28,7 @@ from orchestration.types import (
 )
 
 __all__ = [
+    "MAX_READABLE_ID",
     "CallRequest",
     "CallResponse",
     "ContinuedRun",
@@ -38,6 +40,7 @@ __all__ = [
     "RetrySettings",
     "RunSettings",
     "RunStatus",
+    "activity_id_for",
     "workflow_id_for",
 ]
 
@@ -51,6 +54,23 @@ ErrorCode = Literal[
     "unsupported_result",
 ]
 """Stable codes of call-activity failures (the ``type`` of the ``ApplicationError``)."""
+
+
+MAX_READABLE_ID = 200
+"""Frame keys up to this length are used verbatim in activity ids (Temporal caps ids at 1,000)."""
+
+
+def activity_id_for(frame_key: str, attempt: int) -> str:
+    """The activity id of one attempt of one frame: unique per frame, stable across replays.
+
+    The frame key itself while it is short enough to read in the UI; past that (a long route:
+    a deep chain), the node id plus a digest of the key, since Temporal refuses ids over 1,000
+    characters.
+    """
+    if len(frame_key) <= MAX_READABLE_ID:
+        return f"{frame_key}#{attempt}"
+    node_id = frame_key.split(":", 1)[0]
+    return f"{node_id}:~{hashlib.sha256(frame_key.encode()).hexdigest()[:24]}#{attempt}"
 
 
 def workflow_id_for(plan_id: str) -> str:

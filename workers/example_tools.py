@@ -9,6 +9,7 @@ Run a worker with it: ``python -m workers --toolbox workers.example_tools:TOOLBO
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 from pathlib import Path
@@ -50,7 +51,8 @@ def write_file(path: str, text: str, context: ToolContext) -> dict[str, Any]:
     _require(context, "files", "create", path)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{context.idempotency_key.replace('/', '_')}")
+    token = hashlib.sha256(context.idempotency_key.encode()).hexdigest()[:16]
+    temporary = target.with_name(f".{target.name}.{token}")
     temporary.write_text(text)
     os.replace(temporary, target)
     return {"path": str(target)}

@@ -53,6 +53,7 @@ def build_worker(
     task_queue: str,
     toolbox: Toolbox,
     extra_activities: Sequence[Any] = (),
+    extra_workflows: Sequence[type] = (),
     max_concurrent_activities: int = 200,
     **options: Any,
 ) -> Worker:
@@ -65,7 +66,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[PlanRun],
+        workflows=[PlanRun, *extra_workflows],
         activities=[calls.run_call, *extra_activities],
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),

@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         PlanRunResult,
         ResolveDecision,
         RunStatus,
+        activity_id_for,
     )
     from orchestration.ops import plan_digest
     from orchestration.predicates import StructuredCell
@@ -314,7 +315,7 @@ class PlanRun:
                 "plan.call",
                 request,
                 result_type=CallResponse,
-                activity_id=f"{d.key}#{d.attempt}",
+                activity_id=activity_id_for(d.key, d.attempt),
                 summary=f"{node.id} · {definition.tool}",
                 task_queue=settings.task_queue,
                 start_to_close_timeout=timedelta(seconds=settings.start_to_close_seconds),
