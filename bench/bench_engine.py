@@ -146,7 +146,7 @@ def bench_engine() -> None:
 
 
 def bench_fold() -> None:
-    view = lanes_plan(lanes=250, units=10)
+    view = lanes_plan(lanes=300, units=10)
     events: list[RunEvent] = []
     drive(view, events, StructuredCell())
     log = events[:100_000]

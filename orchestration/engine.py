@@ -96,6 +96,7 @@ from orchestration.types import (
     JoinUnsatisfiable,
     NodeFailed,
     NodeOutput,
+    NodeSettled,
     OutcomeFailed,
     OutcomeSkipped,
     OutputItem,
@@ -196,6 +197,8 @@ class RunEngine:
         self._watch: dict[str, list[Barrier]] = {}
         self._unreachable: dict[str, Barrier] = {}
         self._join_states: tuple[JoinState, ...] | None = ()
+        self._joins_version = 0
+        self._snapshot_version = 0
         self._status: dict[str, FrameStatus] = {}
         self._outputs: dict[str, NodeOutput] = {}
         self._calls: dict[str, FrameRef] = {}
@@ -314,9 +317,13 @@ class RunEngine:
         for state in projection.frontier.joins:
             engine._restore_barrier(state)
         entry_key = f"{plan.entry.id}:"
-        # The entry's settlement batch holds the log's first snapshot: with none, it never
-        # settled (a continued log starts with a snapshot, so its entry did).
-        if not any(isinstance(event, FrontierSnapshot) for event in events):
+        # A continued log starts with a snapshot, so its entry settled in an earlier segment.
+        entry_settled = any(
+            isinstance(event, FrontierSnapshot)
+            or (isinstance(event, NodeSettled) and event.frame.node_id == plan.entry.id)
+            for event in events
+        )
+        if not entry_settled:
             if run_input is None or at is None:
                 raise EngineStateError(
                     "the log ends before the entry node settled; resume with run_input and at "
@@ -381,7 +388,7 @@ class RunEngine:
             bkey = branch_key(arrival.branch)
             barrier.add(arrival, bkey, f"{state.node_id}:{bkey}")
         self._open_barrier(barrier)
-        self._join_states = None
+        self._invalidate_joins()
 
     # ------------------------------------------------------------------------------------
     # Observation
@@ -665,7 +672,12 @@ class RunEngine:
     def _record(self, event: RunEvent) -> None:
         self._log.append(event)
 
+    def _invalidate_joins(self) -> None:
+        self._join_states = None
+        self._joins_version += 1
+
     def _snapshot_event(self, at: str) -> FrontierSnapshot:
+        self._snapshot_version = self._joins_version
         return frontier_snapshot(tuple(self._pending.values()), self._barrier_states(), at)
 
     def _barrier_states(self) -> tuple[JoinState, ...]:
@@ -918,7 +930,10 @@ class RunEngine:
                     )
                 )
                 fired.append(edge if evidence is None else (edge, evidence))
-        log.append(frontier_snapshot(tuple(self._pending.values()), self._barrier_states(), at))
+        if self._joins_version != self._snapshot_version:
+            # Frames need no snapshot (the fold advances them from node_settled and
+            # edge_taken); barriers do, so a snapshot closes a batch only when one changed.
+            log.append(self._snapshot_event(at))
 
     # ------------------------------------------------------------------------------------
     # Internals: joins
@@ -939,7 +954,7 @@ class RunEngine:
         edge_id = frame.ref.via_edge_id or ""
         arrival = join_arrival(frame.ref.branch_id, edge_id, frame.outputs, frame.artifacts)
         barrier.add(arrival, frame.bkey, frame.key)
-        self._join_states = None
+        self._invalidate_joins()
         if barrier.complete:
             self._close_barrier(barrier, frame, at)
         else:
@@ -947,7 +962,7 @@ class RunEngine:
 
     def _close_barrier(self, barrier: Barrier, completing: Frame, at: str) -> None:
         self._close_watch(barrier)
-        self._join_states = None
+        self._invalidate_joins()
         facts = barrier.facts
         plan = self._plan
         route = branch_id((*barrier.prefix, facts.segment))
@@ -974,7 +989,7 @@ class RunEngine:
             self._watch.setdefault(node_id, []).append(barrier)
         if barrier.live <= 0:
             self._unreachable[barrier.key] = barrier
-        self._join_states = None
+        self._invalidate_joins()
 
     def _close_watch(self, barrier: Barrier) -> None:
         del self._barriers[barrier.key]
@@ -984,7 +999,7 @@ class RunEngine:
             watchers.remove(barrier)
             if not watchers:
                 del self._watch[node_id]
-        self._join_states = None
+        self._invalidate_joins()
 
     def _check_barriers(self) -> None:
         """End the run ``join_unsatisfiable`` when a partial barrier can no longer be reached."""

@@ -85,6 +85,7 @@ _CELLS = {cell.id: cell for cell in (StructuredCell(),)}
 
 _INDETERMINATE_TIMEOUTS = (TimeoutType.START_TO_CLOSE, TimeoutType.HEARTBEAT)
 _PAGE_LIMIT = 500
+_PAGE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -418,7 +419,15 @@ class PlanRun:
         """Run events from global index ``since`` (this execution's segment), at most ``limit``."""
         start = max(0, since - self._offset)
         limit = max(1, min(limit, _PAGE_LIMIT))
-        page = self._events[start : start + limit]
+        page: list[RunEvent] = []
+        size = 0
+        for event in self._events[start : start + limit]:
+            # edge_taken carries branch-local tables, so events vary widely in size: cut the
+            # page by its encoded size too, well under Temporal's 2 MiB query-result limit.
+            size += len(event.model_dump_json())
+            if page and size > _PAGE_BYTES:
+                break
+            page.append(event)
         total = self._offset + len(self._events)
         return EventPage(
             events=tuple(page),

@@ -13,7 +13,12 @@ from temporalio.worker import Replayer
 
 from orchestration.approval import approval_record
 from orchestration.engine import Failed
-from orchestration.execution import PlanRunInput, PlanRunResult, RunSettings
+from orchestration.execution import PlanRunInput, PlanRunResult, RetrySettings, RunSettings
+
+FAST_RETRY = RunSettings(
+    retry=RetrySettings(initial_interval_seconds=0.05, maximum_interval_seconds=0.2)
+)
+"""Tests wait milliseconds, not seconds, between the retries of a failing replay-safe call."""
 from orchestration.testing import FakeToolbox, run_in_process
 from orchestration.toolbox import ToolContext, Toolbox
 from orchestration.types import RawPlanView, RunEvent
@@ -86,7 +91,7 @@ async def start_run(
     return await client.start_workflow(
         "PlanRun",
         PlanRunInput(
-            plan=view, approval=approval, run_input=dict(run_input), settings=settings or RunSettings()
+            plan=view, approval=approval, run_input=dict(run_input), settings=settings or FAST_RETRY
         ),
         id=f"plan/{view.plan_id}",
         task_queue=task_queue,

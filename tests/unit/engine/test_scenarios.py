@@ -53,18 +53,14 @@ def test_straight_chain() -> None:
         ("entered", "entry:"),
         ("settled", "entry:", "ok"),
         ("edge", "e0", a),
-        ("snapshot", (a,), ()),
         ("entered", a),
         ("settled", a, "ok"),
         ("edge", "e1", b),
-        ("snapshot", (b,), ()),
         ("entered", b),
         ("settled", b, "ok"),
         ("edge", "e2", c),
-        ("snapshot", (c,), ()),
         ("entered", c),
         ("settled", c, "ok"),
-        ("snapshot", (), ()),
         ("run_settled", "completed"),
     ]
     assert seen == {"a": {"q": "hi"}, "b": {"x": "a-out"}, "c": {}}
@@ -99,30 +95,24 @@ def test_fan_out_with_duplicate_always_edges() -> None:
     a = "a:e2:e0"
     b1, b2, c = "b:e2:e0e2:e1", "b:e2:e0e2:e2", "c:e2:e0e2:e3"
     d1, d2 = "d:e2:e0e2:e1e2:e4", "d:e2:e0e2:e2e2:e4"
-    assert trace(events)[5:] == [
+    assert trace(events)[4:] == [
         ("entered", a),
         ("settled", a, "ok"),
         ("edge", "e1", b1),
         ("edge", "e2", b2),
         ("edge", "e3", c),
-        ("snapshot", (b1, b2, c), ()),
         ("entered", b1),
         ("settled", b1, "ok"),
         ("edge", "e4", d1),
-        ("snapshot", (b2, c, d1), ()),
         ("entered", b2),
         ("settled", b2, "ok"),
         ("edge", "e4", d2),
-        ("snapshot", (c, d1, d2), ()),
         ("entered", c),
         ("settled", c, "ok"),
-        ("snapshot", (d1, d2), ()),
         ("entered", d1),
         ("settled", d1, "ok"),
-        ("snapshot", (d2,), ()),
         ("entered", d2),
         ("settled", d2, "ok"),
-        ("snapshot", (), ()),
         ("run_settled", "completed"),
     ]
     projection = fold_run(events)
@@ -178,15 +168,12 @@ def test_diamond_forked_at_the_entry() -> None:
         ("settled", "entry:", "ok"),
         ("edge", "e0", b),
         ("edge", "e1", c),
-        ("snapshot", (b, c), ()),
         ("entered", b),
         ("settled", b, "ok"),
         ("edge", "e2", jb),
-        ("snapshot", (c, jb), ()),
         ("entered", c),
         ("settled", c, "ok"),
         ("edge", "e3", jc),
-        ("snapshot", (jb, jc), ()),
         ("entered", jb),
         ("snapshot", (jc,), ("j@",)),
         ("entered", jc),
@@ -195,7 +182,6 @@ def test_diamond_forked_at_the_entry() -> None:
         ("snapshot", (d,), ()),
         ("entered", d),
         ("settled", d, "ok"),
-        ("snapshot", (), ()),
         ("run_settled", "completed"),
     ]
     assert args["d"] == {
@@ -339,24 +325,20 @@ def test_branch_inside_a_diamond_leaves_the_join_unsatisfiable() -> None:
     engine, events = drive(view, {"flag": False}, max_in_flight=1)
     f, x, w = "f:e2:e0", "x:e2:e0e2:e1", "w:e2:e0e2:e4"
     z, z2, jw = "z:e2:e0e2:e1e2:e3", "z2:e2:e0e2:e1e2:e3e2:e8", "j:e2:e0e2:e4e2:e6"
-    assert trace(events)[5:] == [
+    assert trace(events)[4:] == [
         ("entered", f),
         ("settled", f, "ok"),
         ("edge", "e1", x),
         ("edge", "e4", w),
-        ("snapshot", (x, w), ()),
         ("entered", x),
         ("settled", x, "ok"),
         ("edge", "e3", z),
-        ("snapshot", (w, z), ()),
         ("entered", w),
         ("settled", w, "ok"),
         ("edge", "e6", jw),
-        ("snapshot", (z, jw), ()),
         ("entered", z),
         ("settled", z, "ok"),
         ("edge", "e8", z2),
-        ("snapshot", (jw, z2), ()),
         ("entered", jw),
         ("snapshot", (z2,), ("j@e2:e0",)),
         ("interrupted", "join_unsatisfiable", None),
@@ -446,14 +428,12 @@ def test_error_edge_takes_a_failure_and_the_run_completes() -> None:
     )
     engine, events = drive(view, {}, failing_a, max_in_flight=1)
     a, h = "a:e2:e0", "h:e2:e0e2:e2"
-    assert trace(events)[5:] == [
+    assert trace(events)[4:] == [
         ("entered", a),
         ("settled", a, "failed"),
         ("edge", "e2", h),
-        ("snapshot", (h,), ()),
         ("entered", h),
         ("settled", h, "ok"),
-        ("snapshot", (), ()),
         ("run_settled", "completed"),
     ]
     settled = next(e for e in events if e.kind == "node_settled" and e.frame.node_id == "a")
@@ -473,7 +453,7 @@ def test_unhandled_failure_aborts_the_run() -> None:
     view = PlanSketch().entry().call("a").call("b").chain("entry", "a", "b").view()
     engine, events = drive(view, {}, failing_a, max_in_flight=1)
     a = "a:e2:e0"
-    assert trace(events)[5:] == [
+    assert trace(events)[4:] == [
         ("entered", a),
         ("settled", a, "failed"),
         ("interrupted", "node_failed", None),
@@ -499,10 +479,9 @@ def test_max_steps_halts_with_budget_exhausted() -> None:
     )
     engine, events = drive(view, {}, max_in_flight=1)
     c = "c:e2:e0e2:e1e2:e2"
-    assert trace(events)[-5:] == [
+    assert trace(events)[-4:] == [
         ("settled", "b:e2:e0e2:e1", "ok"),
         ("edge", "e2", c),
-        ("snapshot", (c,), ()),
         ("interrupted", "budget_exhausted", None),
         ("run_settled", "halted"),
     ]
@@ -637,9 +616,8 @@ def test_stop_lets_in_flight_frames_settle_then_aborts() -> None:
     engine.settle(ready[2].key, Succeeded.one({}), AT)
     events += engine.drain_events()
     assert engine.done
-    assert trace(events)[-4:] == [
+    assert trace(events)[-3:] == [
         ("settled", "c:e2:e2", "ok"),
-        ("snapshot", ("after_a:e2:e0e2:e3",), ()),
         ("interrupted", "operator_stop", None),
         ("run_settled", "aborted"),
     ]
