@@ -29,7 +29,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from orchestration.execution import CallRequest, CallResponse
-from orchestration.toolbox import ToolContext, Toolbox
+from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
     BooleanField,

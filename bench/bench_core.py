@@ -32,7 +32,9 @@ OPS: TypeAdapter[list[PlanOp]] = TypeAdapter(list[PlanOp])
 
 def author(actor: str) -> PlanAuthor:
     counter = itertools.count()
-    return PlanAuthor(actor, now=lambda: "2026-01-01T00:00:00Z", new_id=lambda: f"{actor}{next(counter)}")
+    return PlanAuthor(
+        actor, now=lambda: "2026-01-01T00:00:00Z", new_id=lambda: f"{actor}{next(counter)}"
+    )
 
 
 def op_log(total: int) -> list[PlanOp]:
@@ -92,9 +94,11 @@ def main() -> None:
         fold_ops("bench", fresh)
         fold_times.append(time.perf_counter() - start)
     fold_s = min(fold_times)
-    print(f"fold: {len(ops):,} ops in {fold_s * 1000:.0f} ms (best of 5; median "
-          f"{statistics.median(fold_times) * 1000:.0f} ms) -> {len(ops) / fold_s:,.0f} ops/s "
-          f"(target >= 100,000)")
+    print(
+        f"fold: {len(ops):,} ops in {fold_s * 1000:.0f} ms (best of 5; median "
+        f"{statistics.median(fold_times) * 1000:.0f} ms) -> {len(ops) / fold_s:,.0f} ops/s "
+        f"(target >= 100,000)"
+    )
 
     view = fold_ops("bench", op_log(5_000 * 9 + 1)).view  # 9 ops per node: 5,000 call nodes
     nodes = len(view.nodes)
@@ -107,8 +111,10 @@ def main() -> None:
         plan_digest(fresh_view)
         digest_times.append(time.perf_counter() - start)
     digest_s = min(digest_times)
-    print(f"digest: {nodes:,}-node plan in {digest_s * 1000:.1f} ms; msgpack.packb of the same "
-          f"content {pack_s * 1000:.1f} ms -> ratio {digest_s / pack_s:.2f}x (target <= 3x)")
+    print(
+        f"digest: {nodes:,}-node plan in {digest_s * 1000:.1f} ms; msgpack.packb of the same "
+        f"content {pack_s * 1000:.1f} ms -> ratio {digest_s / pack_s:.2f}x (target <= 3x)"
+    )
 
 
 if __name__ == "__main__":

@@ -75,10 +75,14 @@ async def main() -> None:
         client = await connect(server.address)
         queue = "bench"
         worker = build_worker(
-            client, task_queue=queue, toolbox=TOOLS, extra_workflows=[HandChain, HandFanOut],
+            client,
+            task_queue=queue,
+            toolbox=TOOLS,
+            extra_workflows=[HandChain, HandFanOut],
             max_concurrent_activities=N + 10,
         )
         async with worker:
+
             async def plan(build: Callable[[str], RawPlanView]) -> None:
                 view = build(f"b-{uuid.uuid4().hex[:8]}")
                 run = PlanRunInput(
@@ -87,7 +91,10 @@ async def main() -> None:
                     settings=RunSettings(search_attributes=False),
                 )
                 result = await client.execute_workflow(
-                    "PlanRun", run, id=f"plan/{view.plan_id}", task_queue=queue,
+                    "PlanRun",
+                    run,
+                    id=f"plan/{view.plan_id}",
+                    task_queue=queue,
                     result_type=PlanRunResult,
                 )
                 assert result.outcome == "completed", result
@@ -107,14 +114,29 @@ async def main() -> None:
                 await noop()
 
             rows = [
-                ("200-node chain", lambda: plan(chain_plan), lambda: hand("HandChain"), plain_chain),
-                ("200-wide fan-out + join", lambda: plan(fan_plan), lambda: hand("HandFanOut"), plain_fan),
+                (
+                    "200-node chain",
+                    lambda: plan(chain_plan),
+                    lambda: hand("HandChain"),
+                    plain_chain,
+                ),
+                (
+                    "200-wide fan-out + join",
+                    lambda: plan(fan_plan),
+                    lambda: hand("HandFanOut"),
+                    plain_fan,
+                ),
             ]
-            print(f"{'shape':<26}{'(a) PlanRun':>14}{'(b) hand-written':>18}{'(c) asyncio':>14}{'(a)/(b)':>10}")
+            print(
+                f"{'shape':<26}{'(a) PlanRun':>14}{'(b) hand-written':>18}"
+                f"{'(c) asyncio':>14}{'(a)/(b)':>10}"
+            )
             for name, a, b, c in rows:
                 ta, tb, tc = await median(a), await median(b), await median(c)
-                print(f"{name:<26}{ta * 1000:>12.0f}ms{tb * 1000:>16.0f}ms{tc * 1e6:>12.0f}µs"
-                      f"{ta / tb:>10.2f}   (target <= 1.15)")
+                print(
+                    f"{name:<26}{ta * 1000:>12.0f}ms{tb * 1000:>16.0f}ms{tc * 1e6:>12.0f}µs"
+                    f"{ta / tb:>10.2f}   (target <= 1.15)"
+                )
 
 
 if __name__ == "__main__":

@@ -21,8 +21,13 @@ _OUT = (StringField(path="value"),)
 
 def _request(node: str) -> CallRequest:
     return CallRequest(
-        plan_id="hand", run_id="hand", node_id=node, frame_key=f"{node}:", tool="noop",
-        args={}, output=_OUT,
+        plan_id="hand",
+        run_id="hand",
+        node_id=node,
+        frame_key=f"{node}:",
+        tool="noop",
+        args={},
+        output=_OUT,
     )
 
 

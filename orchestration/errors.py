@@ -19,28 +19,51 @@ what remains here is misuse and input that can never be made valid.
     ├── InvalidRunInputError           invalid_run_input
     ├── UnrunnablePlanError            unrunnable_plan
     ├── EngineStateError               engine_state
-    └── RunRefusedError                (code per refusal: not_executable, run_already_claimed,
-                                        run_already_settled, invalid_run_input, ...)
+    ├── RunRefusedError                (code per refusal: not_executable, run_already_claimed,
+    │                                   run_already_settled, invalid_run_input, ...)
+    ├── CellUnavailableError           E_ORCH_CELL_UNAVAILABLE
+    ├── ArtifactError                  (base for reading artifacts)
+    │   ├── NoReaderResolverError      E_NO_READER_RESOLVER
+    │   ├── UnknownArtifactClassError  unknown_artifact_class
+    │   ├── ArtifactUnreadableError    artifact_unreadable
+    │   └── ArtifactMethodError        artifact_method_failed
+    ├── TransformError                 (code per refusal: transform_unknown_step,
+    │                                   transform_step_args, transform_step_failed,
+    │                                   transform_emit)
+    └── ReasonerError                  (base for a model provider's failures)
+        ├── ReasonerUnavailableError   reasoner_unavailable  (retryable: 429, 5xx, network)
+        └── ReasonerRejectedError      reasoner_rejected     (the provider refused the request)
 
 ``ValueRefusedError`` also derives from :class:`ValueError` so pydantic reports it inside a
-``ValidationError`` when a model is built from bad input. None of these is retryable: the same
+``ValidationError`` when a model is built from bad input. None of these is retryable (the same
 input fails the same way every time, which is what lets a Temporal activity mark them
-non-retryable.
+non-retryable) except :class:`ReasonerUnavailableError`, whose ``retryable`` says so: a
+provider that is overloaded now may answer later.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArtifactError",
+    "ArtifactMethodError",
+    "ArtifactUnreadableError",
+    "CellUnavailableError",
     "ConflictingOpError",
     "EngineStateError",
     "InvalidRunInputError",
     "MalformedRunLogError",
+    "NoReaderResolverError",
     "OrchestrationError",
     "PlanNotFoundError",
+    "ReasonerError",
+    "ReasonerRejectedError",
+    "ReasonerUnavailableError",
     "RevisionOutOfRangeError",
     "RunRefusedError",
     "RunNotFoundError",
+    "TransformError",
     "UndecodableValueError",
+    "UnknownArtifactClassError",
     "UnrunnablePlanError",
     "UnencodableValueError",
     "ValueRefusedError",
@@ -175,3 +198,111 @@ class RunRefusedError(OrchestrationError):
         super().__init__(message)
         self.code = code
         self.existing_run_id = existing_run_id
+
+
+class CellUnavailableError(OrchestrationError):
+    """A predicate cell's optional package is not installed (or failed to import).
+
+    Raised by the cell's ``load()``, so a deployment that wires a cell it cannot run fails at
+    construction, naming the package and the command that installs it.
+    """
+
+    code = "E_ORCH_CELL_UNAVAILABLE"
+
+    def __init__(self, cell_id: str, install: str, cause: str) -> None:
+        super().__init__(
+            f"orchestration cell '{cell_id}' is unavailable: its optional package could not be "
+            f"loaded. Install it with: {install}. Underlying error: {cause}"
+        )
+        self.cell_id = cell_id
+        self.install = install
+
+
+class ArtifactError(OrchestrationError):
+    """An artifact could not be opened or read."""
+
+    code = "artifact_error"
+
+
+class NoReaderResolverError(ArtifactError):
+    """A handle's ``tag`` has no registered reader resolver, so its bytes cannot be reached.
+
+    A durable spool's resolver must be registered on every worker that may read its handles:
+    registering it is what makes a resumed transform work, not optional hygiene.
+
+    Attributes:
+        tag: The tag no resolver is registered for.
+
+    """
+
+    code = "E_NO_READER_RESOLVER"
+
+    def __init__(self, tag: str, registered: tuple[str, ...] = ()) -> None:
+        known = ", ".join(f"'{t}'" for t in registered) or "(none)"
+        super().__init__(
+            f"no reader resolver is registered for artifact tag '{tag}' (registered: {known}); "
+            f"register the resolver of the store that wrote it on this worker"
+        )
+        self.tag = tag
+
+
+class UnknownArtifactClassError(ArtifactError):
+    """A handle names an artifact class this process has not registered."""
+
+    code = "unknown_artifact_class"
+
+
+class ArtifactUnreadableError(ArtifactError):
+    """The resolver was found but the bytes behind the locator could not be read."""
+
+    code = "artifact_unreadable"
+
+
+class ArtifactMethodError(ArtifactError):
+    """An artifact method could not produce a result (bad JSON, a path that does not parse...)."""
+
+    code = "artifact_method_failed"
+
+
+class TransformError(OrchestrationError):
+    """A transform step or its emit could not be applied.
+
+    Attributes:
+        code: ``transform_unknown_step``, ``transform_step_args``, ``transform_step_failed``
+            or ``transform_emit``.
+
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ReasonerError(OrchestrationError):
+    """A model provider failed to answer a reasoning turn.
+
+    Attributes:
+        retryable: Whether asking again later may succeed.
+        status: The provider's HTTP status, when there was one.
+
+    """
+
+    code = "reasoner_error"
+    retryable = False
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ReasonerUnavailableError(ReasonerError):
+    """The provider is overloaded, rate limiting, failing (5xx) or unreachable."""
+
+    code = "reasoner_unavailable"
+    retryable = True
+
+
+class ReasonerRejectedError(ReasonerError):
+    """The provider refused the request itself (bad key, unknown model, malformed request)."""
+
+    code = "reasoner_rejected"

@@ -15,7 +15,7 @@ so a closed run is readable with no worker running.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from temporalio.client import (
     Client,
@@ -177,7 +177,9 @@ class TemporalRuns:
                     if run_settings.search_attributes
                     else None
                 ),
-                static_summary=f"Plan {plan_id}: {len(view.nodes)} nodes, digest {view.digest[:12]}",
+                static_summary=(
+                    f"Plan {plan_id}: {len(view.nodes)} nodes, digest {view.digest[:12]}"
+                ),
             )
         except WorkflowAlreadyStartedError as exc:
             raise RunRefusedError(
@@ -247,9 +249,7 @@ class TemporalRuns:
         events: list[RunEvent] = []
         since = 0
         while True:
-            page: EventPage = await handle.query(
-                "events", args=[since, 500], result_type=EventPage
-            )
+            page: EventPage = await handle.query("events", args=[since, 500], result_type=EventPage)
             events.extend(page.events)
             since = page.next
             if since >= page.total or not page.events:
@@ -276,7 +276,11 @@ class TemporalRuns:
         await self.client.get_workflow_handle(workflow_id_for(plan_id)).cancel()
 
     async def resolve(
-        self, plan_id: str, frame_key: str, decision: str, decided_by: str = "operator"
+        self,
+        plan_id: str,
+        frame_key: str,
+        decision: Literal["retry", "skip", "abort"],
+        decided_by: str = "operator",
     ) -> str:
         """Answer a halted indeterminate call with ``retry``, ``skip`` or ``abort``.
 
@@ -287,7 +291,7 @@ class TemporalRuns:
         try:
             answer: str = await handle.execute_update(
                 "resolve",
-                ResolveDecision(frame_key=frame_key, decision=decision, decided_by=decided_by),  # type: ignore[arg-type]
+                ResolveDecision(frame_key=frame_key, decision=decision, decided_by=decided_by),
                 result_type=str,
             )
         except WorkflowUpdateFailedError as exc:

@@ -465,4 +465,6 @@ def _call_failure(exc: ActivityError) -> SettleResult | _Indeterminate:
         return _Indeterminate(detail=str(cause))
     if isinstance(cause, ApplicationError):
         return Failed(name=cause.type or "ApplicationError", message=cause.message)
-    return Failed(name=type(cause).__name__ if cause else "ActivityError", message=str(cause or exc))
+    return Failed(
+        name=type(cause).__name__ if cause else "ActivityError", message=str(cause or exc)
+    )

@@ -17,7 +17,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``orch`` parser."""
-    from orchestration.cli import demo, dev, plan, run, schema
+    from orchestration.cli import demo, dev, mcp, plan, run, schema, template
 
     parser = argparse.ArgumentParser(
         prog="orch",
@@ -25,8 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan.register(commands)
+    template.register(commands)
     run.register(commands)
     dev.register(commands)
+    mcp.register(commands)
     schema.register(commands)
     demo.register(commands)
     return parser

@@ -58,7 +58,10 @@ def build_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
         author.call(
             "count_orders",
             tool="sqlite.query",
-            args={"db": f"{workspace}/orders.sqlite3", "sql": "select count(*) as count from orders"},
+            args={
+                "db": f"{workspace}/orders.sqlite3",
+                "sql": "select count(*) as count from orders",
+            },
             output=[NumberField(path="count")],
             authority=[claim("sqlite", "orders", "read")],
             phase="gather",
@@ -107,7 +110,9 @@ def edit_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
             phase="report",
         ),
         author.edge("write_report", "note_failure", "error", edge_id="e_report_failed"),
-        author.set_field("count_orders", "args.sql", "select count(*) as count from orders where 1"),
+        author.set_field(
+            "count_orders", "args.sql", "select count(*) as count from orders where 1"
+        ),
     ]
 
 
@@ -227,7 +232,9 @@ def _demo(args: argparse.Namespace) -> int:
             _section("done")
             print(f"workflow id: plan/{plan_id} (Temporal data: {data / 'temporal.sqlite3'})")
             print(f"plan store:  {data / 'plans.sqlite3'}")
-            print("while `orch dev --data " + str(data) + "` runs, browse the run in the Web UI or:")
+            print(
+                "while `orch dev --data " + str(data) + "` runs, browse the run in the Web UI or:"
+            )
             print(f"  temporal workflow show -w plan/{plan_id} --address 127.0.0.1:7233")
             print(f"  orch run show {plan_id} --store {data / 'plans.sqlite3'}")
             await worker.__aexit__(None, None, None)

@@ -46,8 +46,10 @@ def _dev(args: argparse.Namespace) -> int:
             client = await connect(server.address)
             async with build_worker(client, task_queue=args.task_queue, toolbox=toolbox):
                 print(f"Temporal at {server.address}; Web UI at {server.ui_url}")
-                print(f"worker polling task queue {args.task_queue!r} with tools: "
-                      f"{', '.join(toolbox.names())}")
+                print(
+                    f"worker polling task queue {args.task_queue!r} with tools: "
+                    f"{', '.join(toolbox.names())}"
+                )
                 print("Ctrl-C to stop.")
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()

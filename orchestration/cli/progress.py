@@ -67,7 +67,9 @@ def describe_projection(projection: RunProjection) -> str:
     for node_id, status in projection.node_status_by_id.items():
         lines.append(f"  {node_id:<24} {status}")
     if projection.indeterminate:
-        lines.append("indeterminate calls: " + ", ".join(f.node_id for f in projection.indeterminate))
+        lines.append(
+            "indeterminate calls: " + ", ".join(f.node_id for f in projection.indeterminate)
+        )
     lines.append(f"outputs: {len(projection.outputs)}, edges taken: {len(projection.edges_taken)}")
     return "\n".join(lines)
 

@@ -130,7 +130,11 @@ def _start(args: argparse.Namespace) -> int:
     if args.watch:
         emit(args, result, lambda: describe_projection(result))
     else:
-        emit(args, result, lambda: f"started {result['runId']}; follow it: orch run watch {args.plan_id}")
+        emit(
+            args,
+            result,
+            lambda: f"started {result['runId']}; follow it: orch run watch {args.plan_id}",
+        )
     return 0
 
 

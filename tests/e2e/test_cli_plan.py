@@ -10,13 +10,30 @@ import pytest
 from .cli import orch, orch_json
 
 OPS = [
-    {"op": "add_node", "node": {"id": "entry", "kind": "entry",
-                                "definition": {"input": [{"path": "city", "type": "string"}]}}},
-    {"op": "add_node", "node": {"id": "shout", "kind": "call", "definition": {
-        "tool": "text.upper", "args": {"s": {"$ref": {"node": "entry", "path": "city"}}},
-        "output": [{"path": "value", "type": "string"}], "onMissingValue": "fail",
-        "authority": [{"capability": "text", "scope": "*", "verb": "read"}],
-        "replaySafe": True, "onIndeterminate": "retry"}}},
+    {
+        "op": "add_node",
+        "node": {
+            "id": "entry",
+            "kind": "entry",
+            "definition": {"input": [{"path": "city", "type": "string"}]},
+        },
+    },
+    {
+        "op": "add_node",
+        "node": {
+            "id": "shout",
+            "kind": "call",
+            "definition": {
+                "tool": "text.upper",
+                "args": {"s": {"$ref": {"node": "entry", "path": "city"}}},
+                "output": [{"path": "value", "type": "string"}],
+                "onMissingValue": "fail",
+                "authority": [{"capability": "text", "scope": "*", "verb": "read"}],
+                "replaySafe": True,
+                "onIndeterminate": "retry",
+            },
+        },
+    },
     {"op": "add_edge", "edge": {"id": "e0", "from": "entry", "to": "shout", "handle": "always"}},
 ]
 
@@ -55,8 +72,9 @@ def test_stale_expected_revision_is_refused_with_the_fix(store: Path, ops_file: 
     """A stale --expected-revision exits non-zero naming the code and what to do."""
     orch("plan", "new", "p1", store=store)
     orch("plan", "apply", "p1", str(ops_file), store=store)
-    result = orch("plan", "apply", "p1", str(ops_file), "--expected-revision", "0",
-                  store=store, check=False)
+    result = orch(
+        "plan", "apply", "p1", str(ops_file), "--expected-revision", "0", store=store, check=False
+    )
     assert result.returncode == 2
     assert "error[revision_moved]" in result.stderr and "re-apply" in result.stderr
     assert orch_json("plan", "show", "p1", store=store)["view"]["revision"] == 3
@@ -73,8 +91,10 @@ def test_bad_op_file_is_refused_and_nothing_is_written(store: Path, tmp_path: Pa
     assert orch_json("plan", "show", "p1", store=store)["view"]["revision"] == 0
     not_json = tmp_path / "nope.json"
     not_json.write_text("{")
-    assert "error[bad_ops_file]" in orch("plan", "apply", "p1", str(not_json), store=store,
-                                         check=False).stderr
+    assert (
+        "error[bad_ops_file]"
+        in orch("plan", "apply", "p1", str(not_json), store=store, check=False).stderr
+    )
 
 
 def test_clone_and_history(store: Path, ops_file: Path) -> None:

@@ -13,7 +13,9 @@ def test_demo_runs_the_whole_story(tmp_path: Path) -> None:
     """The demo authors, diffs, freezes, renders, approves, runs once and refuses a second run."""
     result = subprocess.run(
         [ORCH, "demo", "--data", str(tmp_path / "demo")],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     out = result.stdout
     assert result.returncode == 0, result.stderr + out
@@ -29,5 +31,8 @@ def test_demo_runs_the_whole_story(tmp_path: Path) -> None:
     assert digest and f"digest: {digest.group(1)}" in out
     report = tmp_path / "demo" / "workspace" / "report.txt"
     assert report.read_text().splitlines() == [
-        "invoice-001.txt", "invoice-002.txt", "notes.md", "orders.sqlite3"
+        "invoice-001.txt",
+        "invoice-002.txt",
+        "notes.md",
+        "orders.sqlite3",
     ]

@@ -14,7 +14,7 @@ from workers.worker import connect
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def dev_server(tmp_path_factory: "pytest.TempPathFactory") -> AsyncIterator[DevServer]:  # noqa: F821
+async def dev_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:  # noqa: F821
     """One dev server (in memory, headless, tuned poll rates) for the whole session."""
     logs = Path(tmp_path_factory.mktemp("temporal")) / "server.log"
     async with DevServer(ui=False, log_file=logs) as server:

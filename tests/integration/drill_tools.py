@@ -11,7 +11,7 @@ import os
 import sqlite3
 from typing import Any
 
-from orchestration.toolbox import ToolContext, Toolbox
+from orchestration.toolbox import Toolbox, ToolContext
 
 TOOLBOX = Toolbox()
 
@@ -37,7 +37,9 @@ def rows(path: str) -> list[tuple[str, str]]:
 @TOOLBOX.tool("ledger.write")
 async def ledger_write(ledger: str, seconds: float, context: ToolContext) -> dict[str, Any]:
     """Record 'started', work for ``seconds`` (only on the first attempt), record 'done'."""
-    started_before = sum(1 for k, e in rows(ledger) if k == context.idempotency_key and e == "started")
+    started_before = sum(
+        1 for k, e in rows(ledger) if k == context.idempotency_key and e == "started"
+    )
     record(ledger, context.idempotency_key, "started")
     if started_before == 0:
         await asyncio.sleep(seconds)

@@ -14,17 +14,17 @@ from temporalio.worker import Replayer
 from orchestration.approval import approval_record
 from orchestration.engine import Failed
 from orchestration.execution import PlanRunInput, PlanRunResult, RetrySettings, RunSettings
+from orchestration.testing import FakeToolbox, run_in_process
+from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.types import RawPlanView, RunEvent
+from workers.worker import sandbox_runner
+from workflows.plan_run import PlanRun
+from workflows.runlog import events_from_history
 
 FAST_RETRY = RunSettings(
     retry=RetrySettings(initial_interval_seconds=0.05, maximum_interval_seconds=0.2)
 )
 """Tests wait milliseconds, not seconds, between the retries of a failing replay-safe call."""
-from orchestration.testing import FakeToolbox, run_in_process
-from orchestration.toolbox import ToolContext, Toolbox
-from orchestration.types import RawPlanView, RunEvent
-from workers.worker import sandbox_runner
-from workflows.plan_run import PlanRun
-from workflows.runlog import events_from_history
 
 
 def make_toolbox() -> Toolbox:

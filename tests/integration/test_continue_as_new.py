@@ -21,12 +21,18 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 async def test_long_chain_spans_segments(client: Client, task_queue: str) -> None:
     """Forced continue-as-new every ~200 history events: outputs and statuses match the driver."""
-    sketch = PlanSketch(unique_plan_id("long"), max_concurrent_frames=4).entry(StringField(path="s"))
+    sketch = PlanSketch(unique_plan_id("long"), max_concurrent_frames=4).entry(
+        StringField(path="s")
+    )
     previous = "entry"
     for i in range(60):
         node = f"n{i}"
-        sketch.call(node, "stamp", args={"prev": NodeRef(previous, path="value" if i else "s")},
-                    output=[StringField(path="value"), NumberField(path="n")])
+        sketch.call(
+            node,
+            "stamp",
+            args={"prev": NodeRef(previous, path="value" if i else "s")},
+            output=[StringField(path="value"), NumberField(path="n")],
+        )
         sketch.edge(previous, node)
         previous = node
     view = sketch.view()
@@ -41,7 +47,9 @@ async def test_long_chain_spans_segments(client: Client, task_queue: str) -> Non
     assert [e.kind for e in log].count("run_settled") == 1
     assert len(log) == result.events
     folded = fold_run(log)
-    _, expected = await run_in_process(view, {"s": "x"}, mirror_toolbox(), run_id=f"plan/{view.plan_id}")
+    _, expected = await run_in_process(
+        view, {"s": "x"}, mirror_toolbox(), run_id=f"plan/{view.plan_id}"
+    )
     assert folded.outputs == expected.outputs
     assert folded.frame_status == expected.frame_status
     assert folded.outcome == expected.outcome == "completed"

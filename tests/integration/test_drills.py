@@ -33,9 +33,21 @@ def worker_process(address: str, task_queue: str, log: Path) -> subprocess.Popen
     """A real worker process (`python -m workers`) running the drill tools."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "workers", "--toolbox", "tests.integration.drill_tools:TOOLBOX",
-             "--task-queue", task_queue, "--address", address],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "workers",
+                "--toolbox",
+                "tests.integration.drill_tools:TOOLBOX",
+                "--task-queue",
+                task_queue,
+                "--address",
+                address,
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
@@ -56,22 +68,40 @@ def one_call(plan_id: str, ledger: Path, *, replay_safe: bool, policy: str) -> o
     return (
         PlanSketch(plan_id)
         .entry(StringField(path="s"))
-        .call("effect", "ledger.write", args={"ledger": str(ledger), "seconds": 30.0},
-              output=[StringField(path="value")], replay_safe=replay_safe,
-              on_indeterminate=policy)  # type: ignore[arg-type]
-        .call("after", "ledger.write", args={"ledger": str(ledger), "seconds": 0.0},
-              output=[StringField(path="value")])
+        .call(
+            "effect",
+            "ledger.write",
+            args={"ledger": str(ledger), "seconds": 30.0},
+            output=[StringField(path="value")],
+            replay_safe=replay_safe,
+            on_indeterminate=policy,
+        )  # type: ignore[arg-type]
+        .call(
+            "after",
+            "ledger.write",
+            args={"ledger": str(ledger), "seconds": 0.0},
+            output=[StringField(path="value")],
+        )
         .chain("entry", "effect", "after")
         .view()
     )
 
 
-async def kill_mid_call(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path,
-                        *, replay_safe: bool, policy: str):  # type: ignore[no-untyped-def]
+async def kill_mid_call(
+    dev_server: DevServer,
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    *,
+    replay_safe: bool,
+    policy: str,
+):  # type: ignore[no-untyped-def]
     """Start the run on a worker process, SIGKILL it while 'effect' runs, start another."""
     ledger = tmp_path / "ledger.sqlite3"
     drill_tools.record(str(ledger), "-", "init")
-    view = one_call(unique_plan_id(f"kill-{policy}"), ledger, replay_safe=replay_safe, policy=policy)
+    view = one_call(
+        unique_plan_id(f"kill-{policy}"), ledger, replay_safe=replay_safe, policy=policy
+    )
     first = worker_process(dev_server.address, task_queue, tmp_path / "w1.log")
     try:
         handle = await start_run(client, task_queue, view, {"s": "x"}, settings=FAST_DEATH)
@@ -82,43 +112,60 @@ async def kill_mid_call(dev_server: DevServer, client: Client, task_queue: str, 
     return handle, view, ledger, second
 
 
-async def test_replay_safe_call_killed_mid_way_completes_alone(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path) -> None:
+async def test_replay_safe_call_killed_mid_way_completes_alone(
+    dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
+) -> None:
     """A replay-safe call whose worker died is retried on the next worker; no operator needed."""
     handle, view, ledger, second = await kill_mid_call(
-        dev_server, client, task_queue, tmp_path, replay_safe=True, policy="retry")
+        dev_server, client, task_queue, tmp_path, replay_safe=True, policy="retry"
+    )
     try:
         result = await asyncio.wait_for(handle.result(), timeout=60)
     finally:
         kill(second)
     assert result.outcome == "completed"
-    effect = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")]  # type: ignore[attr-defined]
+    effect = [
+        e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")
+    ]  # type: ignore[attr-defined]
     assert effect == ["started", "started", "done"]
     await replay(handle)
 
 
-async def test_non_replay_safe_call_killed_is_skipped(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path) -> None:
+async def test_non_replay_safe_call_killed_is_skipped(
+    dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
+) -> None:
     """skip: the indeterminate call settles skipped (never repeated) and the run goes on."""
     handle, view, ledger, second = await kill_mid_call(
-        dev_server, client, task_queue, tmp_path, replay_safe=False, policy="skip")
+        dev_server, client, task_queue, tmp_path, replay_safe=False, policy="skip"
+    )
     try:
         result = await asyncio.wait_for(handle.result(), timeout=60)
     finally:
         kill(second)
     assert result.outcome == "completed" and result.skipped == 1
-    effect = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")]  # type: ignore[attr-defined]
+    effect = [
+        e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")
+    ]  # type: ignore[attr-defined]
     assert effect == ["started"]
     projection = fold_run(await replay(handle))
     assert projection.node_status_by_id["after"] == "done"
-    assert projection.frame_status[next(k for k in projection.frame_status if k.startswith("effect:"))] == "skipped"
+    assert (
+        projection.frame_status[next(k for k in projection.frame_status if k.startswith("effect:"))]
+        == "skipped"
+    )
 
 
-async def test_non_replay_safe_call_killed_halts_for_the_operator(dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path) -> None:
-    """halt: run_interrupted(process_death) for the frame, then the operator's retry completes it."""
+async def test_non_replay_safe_call_killed_halts_for_the_operator(
+    dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """halt: run_interrupted(process_death) for the frame; the operator's retry completes it."""
     from workers.runs import TemporalRuns
 
     handle, view, ledger, second = await kill_mid_call(
-        dev_server, client, task_queue, tmp_path, replay_safe=False, policy="halt")
+        dev_server, client, task_queue, tmp_path, replay_safe=False, policy="halt"
+    )
     try:
+
         async def halted() -> str:
             while True:
                 status = await handle.query("status", result_type=RunStatus)
@@ -139,7 +186,9 @@ async def test_non_replay_safe_call_killed_halts_for_the_operator(dev_server: De
     interrupted = [e for e in events if e.kind == "run_interrupted"]
     assert len(interrupted) == 1 and interrupted[0].cause.kind == "process_death"  # type: ignore[union-attr]
     assert interrupted[0].frame is not None and interrupted[0].frame.node_id == "effect"  # type: ignore[union-attr]
-    effect = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")]  # type: ignore[attr-defined]
+    effect = [
+        e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")
+    ]  # type: ignore[attr-defined]
     assert effect == ["started", "started", "done"]
 
 
@@ -147,16 +196,26 @@ async def test_server_restart_mid_run(tmp_path: Path, task_queue: str) -> None:
     """The dev server stopped and started again on the same SQLite file: the run completes."""
     ledger = tmp_path / "ledger.sqlite3"
     drill_tools.record(str(ledger), "-", "init")
-    server = DevServer(db_file=tmp_path / "temporal.sqlite3", ui=False, log_file=tmp_path / "server.log")
+    server = DevServer(
+        db_file=tmp_path / "temporal.sqlite3", ui=False, log_file=tmp_path / "server.log"
+    )
     async with server:
         client = await connect(server.address)
         view = (
             PlanSketch(unique_plan_id("restart"))
             .entry(StringField(path="s"))
-            .call("slow", "ledger.write", args={"ledger": str(ledger), "seconds": 3.0},
-                  output=[StringField(path="value")])
-            .call("after", "ledger.write", args={"ledger": str(ledger), "seconds": 0.0},
-                  output=[StringField(path="value")])
+            .call(
+                "slow",
+                "ledger.write",
+                args={"ledger": str(ledger), "seconds": 3.0},
+                output=[StringField(path="value")],
+            )
+            .call(
+                "after",
+                "ledger.write",
+                args={"ledger": str(ledger), "seconds": 0.0},
+                output=[StringField(path="value")],
+            )
             .chain("entry", "slow", "after")
             .view()
         )
@@ -172,7 +231,9 @@ async def test_server_restart_mid_run(tmp_path: Path, task_queue: str) -> None:
         await replay(handle)
 
 
-async def test_oversized_result_fails_the_node_without_retrying(client: Client, task_queue: str) -> None:
+async def test_oversized_result_fails_the_node_without_retrying(
+    client: Client, task_queue: str
+) -> None:
     """A result over 2 MiB fails its node with a clear error at once, not in a retry loop."""
     view = (
         PlanSketch(unique_plan_id("huge"))

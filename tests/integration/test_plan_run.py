@@ -11,7 +11,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
 from orchestration.encoding import NodeRef
-from orchestration.execution import EventPage, RunSettings
+from orchestration.execution import EventPage
 from orchestration.routes import BranchId, EdgeSegment, frame_key
 from orchestration.runs import fold_run
 from orchestration.testing import PlanSketch
@@ -36,8 +36,12 @@ def chain(plan_id: str) -> RawPlanView:
     return (
         PlanSketch(plan_id)
         .entry(StringField(path="s"))
-        .call("a", "upper", args={"s": NodeRef("entry", path="s")}, output=[StringField(path="value")])
-        .call("b", "upper", args={"s": NodeRef("a", path="value")}, output=[StringField(path="value")])
+        .call(
+            "a", "upper", args={"s": NodeRef("entry", path="s")}, output=[StringField(path="value")]
+        )
+        .call(
+            "b", "upper", args={"s": NodeRef("a", path="value")}, output=[StringField(path="value")]
+        )
         .chain("entry", "a", "b")
         .view()
     )
@@ -68,7 +72,9 @@ def diamond(plan_id: str) -> RawPlanView:
 def branch(plan_id: str) -> RawPlanView:
     key = frame_key("measure", BranchId(segments=(EdgeSegment(edge="e0"),)))
     sketch = PlanSketch(plan_id, max_concurrent_frames=1).entry(NumberField(path="n"))
-    sketch.call("measure", "count", args={"n": NodeRef("entry", path="n")}, output=[NumberField(path="n")])
+    sketch.call(
+        "measure", "count", args={"n": NodeRef("entry", path="n")}, output=[NumberField(path="n")]
+    )
     sketch.branch("big", {"path": f"{key}.n", "op": "gt", "value": 10})
     sketch.call("yes", "stamp", output=VALUE).call("no", "stamp", output=VALUE)
     return (
@@ -83,7 +89,9 @@ def branch(plan_id: str) -> RawPlanView:
 def select(plan_id: str) -> RawPlanView:
     key = frame_key("measure", BranchId(segments=(EdgeSegment(edge="e0"),)))
     sketch = PlanSketch(plan_id, max_concurrent_frames=1).entry(NumberField(path="n"))
-    sketch.call("measure", "count", args={"n": NodeRef("entry", path="n")}, output=[NumberField(path="n")])
+    sketch.call(
+        "measure", "count", args={"n": NodeRef("entry", path="n")}, output=[NumberField(path="n")]
+    )
     sketch.select(
         "size",
         ["small", "large"],
@@ -106,13 +114,17 @@ def select(plan_id: str) -> RawPlanView:
 
 def error_edge(plan_id: str) -> RawPlanView:
     sketch = PlanSketch(plan_id, max_concurrent_frames=1).entry(StringField(path="s"))
-    sketch.call("risky", "boom", output=[StringField(path="value")]).call("rescue", "stamp", output=VALUE)
+    sketch.call("risky", "boom", output=[StringField(path="value")]).call(
+        "rescue", "stamp", output=VALUE
+    )
     return sketch.edge("entry", "risky").edge("risky", "rescue", "error").view()
 
 
 def unhandled(plan_id: str) -> RawPlanView:
     sketch = PlanSketch(plan_id, max_concurrent_frames=1).entry(StringField(path="s"))
-    sketch.call("risky", "boom", output=[StringField(path="value")]).call("never", "stamp", output=VALUE)
+    sketch.call("risky", "boom", output=[StringField(path="value")]).call(
+        "never", "stamp", output=VALUE
+    )
     return sketch.edge("entry", "risky").edge("risky", "never").view()
 
 
@@ -144,8 +156,10 @@ async def live_projection(client: Client, plan_id: str) -> RunProjection:
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-async def test_scenario_matches_driver_and_replays(client: Client, task_queue: str, name: str) -> None:
-    """The Temporal log equals the in-process driver's; a closed run folds to its live projection."""
+async def test_scenario_matches_driver_and_replays(
+    client: Client, task_queue: str, name: str
+) -> None:
+    """The Temporal log equals the in-process driver's; a closed run folds to its projection."""
     build, run_input, outcome = SCENARIOS[name]
     view = build(unique_plan_id(name))
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
@@ -185,7 +199,13 @@ async def test_tampered_plan_content_is_refused(client: Client, task_queue: str)
     node = view.nodes[1]
     changed_definition = node.definition.model_copy(update={"args": {"s": "rm -rf"}})
     tampered = view.model_copy(
-        update={"nodes": (view.nodes[0], node.model_copy(update={"definition": changed_definition}), view.nodes[2])}
+        update={
+            "nodes": (
+                view.nodes[0],
+                node.model_copy(update={"definition": changed_definition}),
+                view.nodes[2],
+            )
+        }
     )
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
         handle = await start_run(client, task_queue, tampered, {"s": "x"}, approval_view=view)
@@ -194,7 +214,9 @@ async def test_tampered_plan_content_is_refused(client: Client, task_queue: str)
     assert "digest" in result.interruption.detail  # type: ignore[union-attr]
 
 
-async def test_operator_stop_lets_the_call_in_flight_settle(client: Client, task_queue: str) -> None:
+async def test_operator_stop_lets_the_call_in_flight_settle(
+    client: Client, task_queue: str
+) -> None:
     """stop: nothing new starts, the call in flight settles and is recorded, run aborted."""
     view = (
         PlanSketch(unique_plan_id("stop"), max_concurrent_frames=1)

@@ -41,12 +41,25 @@ async def approved_plan(orch: Orchestration, plan_id: str) -> str:
     read = [claim("text", "*", "read")]
     ops = [
         a.entry(input=[StringField(path="s")]),
-        a.call("a", tool="upper", args={"s": ref("entry", path="s")},
-               output=[StringField(path="value")], authority=read, replay_safe=True,
-               on_indeterminate="retry", declassifies=["value"]),
-        a.call("b", tool="upper", args={"s": ref("a", path="value")},
-               output=[StringField(path="value")], authority=read, replay_safe=True,
-               on_indeterminate="retry"),
+        a.call(
+            "a",
+            tool="upper",
+            args={"s": ref("entry", path="s")},
+            output=[StringField(path="value")],
+            authority=read,
+            replay_safe=True,
+            on_indeterminate="retry",
+            declassifies=["value"],
+        ),
+        a.call(
+            "b",
+            tool="upper",
+            args={"s": ref("a", path="value")},
+            output=[StringField(path="value")],
+            authority=read,
+            replay_safe=True,
+            on_indeterminate="retry",
+        ),
         a.edge("entry", "a"),
         a.edge("a", "b"),
     ]
@@ -67,7 +80,9 @@ async def orch(tmp_path: Path) -> Orchestration:
     )
 
 
-async def test_a_plan_runs_at_most_once(client: Client, task_queue: str, orch: Orchestration) -> None:
+async def test_a_plan_runs_at_most_once(
+    client: Client, task_queue: str, orch: Orchestration
+) -> None:
     """A second run is refused with the existing id, a direct restart fails, a rerun is settled."""
     plan_id = unique_plan_id("once")
     await approved_plan(orch, plan_id)
@@ -75,7 +90,9 @@ async def test_a_plan_runs_at_most_once(client: Client, task_queue: str, orch: O
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
         projection = await runs.execute(plan_id, {"s": "hello"})
     assert projection.outcome == "completed"
-    assert projection.outputs[next(k for k in projection.outputs if k.startswith("b:"))].items[0].json_ == {"value": "HELLO"}
+    assert projection.outputs[next(k for k in projection.outputs if k.startswith("b:"))].items[
+        0
+    ].json_ == {"value": "HELLO"}
     with pytest.raises(RunRefusedError) as again:
         await runs.start(plan_id, {"s": "again"})
     assert again.value.code == "run_already_claimed"
@@ -96,7 +113,9 @@ async def test_a_plan_runs_at_most_once(client: Client, task_queue: str, orch: O
         )
 
 
-async def test_concurrent_starts_yield_one_run(client: Client, task_queue: str, orch: Orchestration) -> None:
+async def test_concurrent_starts_yield_one_run(
+    client: Client, task_queue: str, orch: Orchestration
+) -> None:
     """Two concurrent starts of one plan: one run, the other refused with its id."""
     plan_id = unique_plan_id("race")
     await approved_plan(orch, plan_id)
@@ -114,7 +133,9 @@ async def test_concurrent_starts_yield_one_run(client: Client, task_queue: str, 
     assert len({w.run_id for w in executions}) <= 1
 
 
-async def test_refusals_happen_before_the_claim(client: Client, task_queue: str, orch: Orchestration) -> None:
+async def test_refusals_happen_before_the_claim(
+    client: Client, task_queue: str, orch: Orchestration
+) -> None:
     """Unapproved plans and bad input are refused and leave the plan runnable."""
     plan_id = unique_plan_id("refuse")
     await orch.store.create_plan(plan_id)
@@ -132,7 +153,9 @@ async def test_refusals_happen_before_the_claim(client: Client, task_queue: str,
         assert (await runs.execute(ready, {"s": "fine"})).outcome == "completed"
 
 
-async def test_closed_run_log_reads_with_no_worker(client: Client, task_queue: str, orch: Orchestration) -> None:
+async def test_closed_run_log_reads_with_no_worker(
+    client: Client, task_queue: str, orch: Orchestration
+) -> None:
     """After the run closed and the worker stopped, the log is rebuilt from history."""
     plan_id = unique_plan_id("closed")
     await approved_plan(orch, plan_id)
@@ -146,7 +169,9 @@ async def test_closed_run_log_reads_with_no_worker(client: Client, task_queue: s
     assert fold_run(closed).outcome == "completed"
 
 
-async def test_another_sdk_can_start_a_run_with_plain_json(dev_server: DevServer, client: Client, task_queue: str, orch: Orchestration) -> None:
+async def test_another_sdk_can_start_a_run_with_plain_json(
+    dev_server: DevServer, client: Client, task_queue: str, orch: Orchestration
+) -> None:
     """A client without our model classes starts PlanRun by type name with a JSON payload."""
     plan_id = unique_plan_id("polyglot")
     await approved_plan(orch, plan_id)
@@ -171,7 +196,9 @@ async def test_another_sdk_can_start_a_run_with_plain_json(dev_server: DevServer
     assert result["settled"] == 3
 
 
-async def test_search_attributes_find_the_run(client: Client, task_queue: str, orch: Orchestration) -> None:
+async def test_search_attributes_find_the_run(
+    client: Client, task_queue: str, orch: Orchestration
+) -> None:
     """Runs are listed by PlanId and filtered by PlanOutcome."""
     plan_id = unique_plan_id("search")
     digest = await approved_plan(orch, plan_id)

@@ -12,7 +12,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.call import CallActivities
 from orchestration.execution import CallRequest
-from orchestration.toolbox import ToolContext, Toolbox
+from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
     AuthorityClaim,
@@ -27,8 +27,15 @@ READ = AuthorityClaim(capability="text", scope="*", verb="read")
 
 def request(tool: str, args: dict[str, Any], **kw: Any) -> CallRequest:
     base: dict[str, Any] = dict(
-        plan_id="p", run_id="r", node_id="n", frame_key="n:e1:a", tool=tool, args=args,
-        output=(StringField(path="value"),), authority=(READ,), approved_authority=(READ,),
+        plan_id="p",
+        run_id="r",
+        node_id="n",
+        frame_key="n:e1:a",
+        tool=tool,
+        args=args,
+        output=(StringField(path="value"),),
+        authority=(READ,),
+        approved_authority=(READ,),
     )
     base.update(kw)
     return CallRequest(**base)
@@ -72,9 +79,13 @@ def test_tool_requirements_must_be_claimed(tmp_path: Path) -> None:
 def test_scope_is_enforced_by_the_tool(tmp_path: Path) -> None:
     """A write outside the claimed scope fails the call; inside it, the file is written."""
     allowed = AuthorityClaim(capability="files", scope=f"{tmp_path}/ok/", verb="create")
-    ok = request("files.write", {"path": str(tmp_path / "ok" / "a.txt"), "text": "hi"},
-                 output=(StringField(path="path"),), authority=(allowed,),
-                 approved_authority=(allowed,))
+    ok = request(
+        "files.write",
+        {"path": str(tmp_path / "ok" / "a.txt"), "text": "hi"},
+        output=(StringField(path="path"),),
+        authority=(allowed,),
+        approved_authority=(allowed,),
+    )
     assert run(TOOLBOX, ok).items[0].json_["path"].endswith("a.txt")
     assert (tmp_path / "ok" / "a.txt").read_text() == "hi"
     outside = ok.model_copy(update={"args": {"path": str(tmp_path / "elsewhere.txt"), "text": "x"}})
@@ -89,13 +100,25 @@ def test_output_is_checked_against_declared_fields() -> None:
     tools.tool("bad")(lambda: {"count": "seven"})
     tools.tool("partial")(lambda: {"other": 1})
     tools.tool("enum")(lambda: {"level": "purple"})
-    err = refusal(tools, request("bad", {}, output=(NumberField(path="count"),), authority=(),
-                                 approved_authority=()))
+    err = refusal(
+        tools,
+        request(
+            "bad", {}, output=(NumberField(path="count"),), authority=(), approved_authority=()
+        ),
+    )
     assert err.type == "output_mismatch" and "number" in err.message
     err = refusal(tools, request("partial", {}, authority=(), approved_authority=()))
     assert err.type == "output_mismatch" and "missing" in err.message
-    err = refusal(tools, request("enum", {}, output=(EnumField(path="level", values=("low",)),),
-                                 authority=(), approved_authority=()))
+    err = refusal(
+        tools,
+        request(
+            "enum",
+            {},
+            output=(EnumField(path="level", values=("low",)),),
+            authority=(),
+            approved_authority=(),
+        ),
+    )
     assert err.type == "output_mismatch"
 
 

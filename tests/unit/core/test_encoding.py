@@ -214,8 +214,11 @@ def test_infinity_in_a_plan_folds_and_digests() -> None:
     from .plans import diamond_ops, fixed_author
 
     a = fixed_author(start=100)
-    ops = [*diamond_ops(), a.set_field("report", "args.limit", float("inf")),
-           a.set_field("report", "args.blob", b"\xcb\x7f\xf0\x00")]
+    ops = [
+        *diamond_ops(),
+        a.set_field("report", "args.limit", float("inf")),
+        a.set_field("report", "args.blob", b"\xcb\x7f\xf0\x00"),
+    ]
     view = fold_ops("p", ops).view
     assert view.node("report").definition.args["limit"] == float("inf")  # type: ignore[union-attr]
     assert len(view.digest) == 64
