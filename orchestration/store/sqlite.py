@@ -36,6 +36,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 from orchestration.errors import (
@@ -174,6 +175,8 @@ class SqlitePlanStore:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)  # a fresh data folder
         conn = sqlite3.connect(
             self._path,
             timeout=self._busy_timeout,

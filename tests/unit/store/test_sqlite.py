@@ -131,3 +131,14 @@ async def test_a_closed_store_refuses_calls(tmp_path: Path) -> None:
     await store.close()
     with pytest.raises(sqlite3.ProgrammingError):
         await store.read_state("p")
+
+
+@pytest.mark.asyncio
+async def test_store_creates_its_data_folder(tmp_path: Path) -> None:
+    """A store path in a folder that does not exist yet works: the folder is created."""
+    store = SqlitePlanStore(tmp_path / "fresh" / "nested" / "plans.sqlite3")
+    try:
+        assert (await store.create_plan("p")).ok
+    finally:
+        await store.close()
+    assert (tmp_path / "fresh" / "nested" / "plans.sqlite3").exists()
