@@ -5,12 +5,12 @@ Prints, in one run:
   (20 lanes from the entry, each 10 blocks of a call, a branch, a three-arm diamond and a call
   reading the fork; routes up to 50 segments), events drained as a host would, compiling the
   plan included (target >= 50,000/s);
-* ``fold_run`` events per second over a 100,000-event log of the same shape, 250 lanes wide
+* ``fold_run`` events per second over a 100,000-event log of the same shape, 300 lanes wide
   (target >= 200,000/s);
 * peak traced memory of a run whose frame, holding a 1,000-entry table, fans out 1,000 wide,
   against 2,000 wide: the extra bytes per extra branch, next to what copying the table per
   branch would cost, and the peak ratio. Measured with the events drained to a sink (the engine
-  state), and again with the log kept (the log holds one frontier snapshot per settlement).
+  state), and again with the log kept (its edge_taken events share the engine's tables).
 """
 
 from __future__ import annotations
@@ -242,8 +242,8 @@ def bench_memory() -> None:
     kept_wide = traced_peak(fan_plan(1000, 2000), keep_log=True)
     print(
         f"  with the whole log kept: 1,000 wide {kept_narrow / 1e6:.1f} MB, 2,000 wide "
-        f"{kept_wide / 1e6:.1f} MB (ratio {kept_wide / kept_narrow:.2f}; the log holds one "
-        "frontier snapshot per settlement, 8 bytes per live frame each)"
+        f"{kept_wide / 1e6:.1f} MB (ratio {kept_wide / kept_narrow:.2f}; the log's edge_taken "
+        "events share the engine's tables)"
     )
 
 
