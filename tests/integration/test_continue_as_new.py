@@ -58,3 +58,34 @@ async def test_long_chain_spans_segments(client: Client, task_queue: str) -> Non
     assert len(executions) == result.segments
     for history in executions:
         await events_from_history(history)
+
+
+async def test_three_thousand_calls_continue_as_new_when_suggested(
+    client: Client, task_queue: str
+) -> None:
+    """3,000 call nodes (raised bounds) outgrow one history; the server's suggestion splits it."""
+    n = 3000
+    sketch = PlanSketch(
+        unique_plan_id("wide"),
+        max_nodes=n + 10,
+        max_edges=n + 10,
+        max_steps=n + 10,
+        max_concurrent_frames=300,
+    ).entry(StringField(path="s"))
+    for i in range(n):
+        sketch.call(f"c{i}", "stamp", output=[StringField(path="value"), NumberField(path="n")])
+        sketch.edge("entry", f"c{i}")
+    view = sketch.view()
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), max_concurrent_activities=300
+    ):
+        handle = await start_run(client, task_queue, view, {"s": "x"})
+        result = await handle.result()
+    assert result.outcome == "completed" and result.settled == n + 1
+    assert result.segments >= 2
+    runs = TemporalRuns(client, None, task_queue=task_queue)  # type: ignore[arg-type]
+    log = await runs.read_log(view.plan_id)
+    folded = fold_run(log)
+    assert folded.outcome == "completed"
+    assert sum(1 for status in folded.frame_status.values() if status == "done") == n + 1
+    assert len(folded.outputs) == n + 1

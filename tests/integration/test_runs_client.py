@@ -25,7 +25,7 @@ from workers.devserver import DevServer
 from workers.runs import TemporalRuns
 from workers.worker import build_worker
 
-from .harness import make_toolbox, unique_plan_id
+from .harness import make_toolbox, replay, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -129,6 +129,7 @@ async def test_concurrent_starts_yield_one_run(
         assert len(started) == 1 and len(refused) == 1
         assert refused[0].code == "run_already_claimed"
         await started[0].result()
+    await replay(started[0])
     executions = [w async for w in client.list_workflows(f"WorkflowId = 'plan/{plan_id}'")]
     assert len({w.run_id for w in executions}) <= 1
 
@@ -193,6 +194,7 @@ async def test_another_sdk_can_start_a_run_with_plain_json(
         )
         result = await handle.result()
     assert isinstance(result, dict) and result["outcome"] == "completed"
+    await replay(client.get_workflow_handle(f"plan/{plan_id}"))
     assert result["settled"] == 3
 
 
