@@ -13,6 +13,12 @@ the middle of a freeze. Everything public is then reached through the object:
   compare-and-set. Each refusal is a value with its own code.
 * ``render``, ``outline``, ``slice`` and ``raw`` are the reading side: what an operator reads
   before approving, and what a model reads while editing.
+* ``instantiate`` mints a new editable plan from a registered template (templates are checked
+  once, here at construction, so a bad one fails boot); ``tools(tier)`` forges the tools a
+  model authors plans with. No tool of any tier approves: approval is an operator's act.
+
+The structured predicate cell is always wired (it is the one cell every deployment has); cells
+passed in merge with it by id.
 
 The class keeps one seam per concern (inputs, folding, validation, transitions) so running
 plans can be added beside these without touching them.
@@ -20,8 +26,9 @@ plans can be added beside these without touching them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from orchestration.allowlist import ToolAllowlist
 from orchestration.approval import (
@@ -32,12 +39,23 @@ from orchestration.approval import (
     authority_set,
     check_approval,
 )
+from orchestration.authoring import PlanAuthor
 from orchestration.contracts import InvocableTools, PredicateEvaluator
 from orchestration.ops import FoldResult
 from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
+from orchestration.predicates.structured import StructuredCell
 from orchestration.raw import Revision, raw_diff, raw_ops
 from orchestration.render import Audience, render_diff, render_plan
 from orchestration.store.base import PlanStore, TransitionRefused, TransitionRequest
+from orchestration.templates import (
+    InstantiateOk,
+    InstantiateRefused,
+    InvalidTemplateError,
+    PlanTemplate,
+    TemplateSummary,
+    instantiate_template,
+    validate_template,
+)
 from orchestration.types import (
     ApprovalRecord,
     PlanDiff,
@@ -56,6 +74,9 @@ from orchestration.validation import (
     validate,
 )
 
+if TYPE_CHECKING:
+    from orchestration.forge import ForgeTool, Tier
+
 __all__ = [
     "STALE_SEARCH_LIMIT",
     "ApprovalOk",
@@ -70,6 +91,7 @@ __all__ = [
     "approval_record",
     "authority_set",
     "create_orchestration",
+    "new_plan_id",
 ]
 
 STALE_SEARCH_LIMIT = 64
@@ -110,36 +132,70 @@ class RawViews:
         return await raw_diff(self._store, plan_id, a, b)
 
 
+def new_plan_id() -> str:
+    """A fresh plan id, ``plan-<16 hex digits>``."""
+    return f"plan-{secrets.token_hex(8)}"
+
+
 async def create_orchestration(
     *,
     store: PlanStore,
     invocable: InvocableTools,
     evaluators: Sequence[PredicateEvaluator] = (),
+    templates: Sequence[PlanTemplate] = (),
 ) -> Orchestration:
-    """Assemble the facade, loading every cell first.
+    """Assemble the facade, loading every cell and checking every template first.
 
     Args:
         store: Where plans live.
         invocable: The tier-C allowlist (and each tool's declared return).
-        evaluators: The predicate cells plans may name; merged by id (a later cell replaces an
-            earlier one with the same id).
+        evaluators: The predicate cells plans may name, merged by id with the structured cell
+            (which is always wired; a cell with id ``structured`` replaces it).
+        templates: The plan shapes a model may instantiate; each is checked here (see
+            :func:`~orchestration.templates.validate_template`).
 
     Raises:
+        InvalidTemplateError: a template fails its checks (all its issues are listed), or
+            two templates share an id.
         Exception: whatever a cell's ``load()`` raises, so a missing dependency fails here.
 
     """
-    cells = merge_evaluators((), evaluators)
+    cells = merge_evaluators((StructuredCell(),), evaluators)
     for cell in cells:
         await cell.load()
-    return Orchestration(store, FreezeInputs(invocable=invocable, evaluators=cells))
+    inputs = FreezeInputs(invocable=invocable, evaluators=cells)
+    registry: dict[str, PlanTemplate] = {}
+    for template in templates:
+        if template.id in registry:
+            raise InvalidTemplateError(
+                template.id,
+                (
+                    blocking(
+                        "duplicate_template_id",
+                        f'Two templates have id "{template.id}"; a model names a template by '
+                        "its id, so give each a distinct one.",
+                    ),
+                ),
+            )
+        issues = await validate_template(template, inputs)
+        if issues:
+            raise InvalidTemplateError(template.id, tuple(issues))
+        registry[template.id] = template
+    return Orchestration(store, inputs, registry)
 
 
 class Orchestration:
     """The public surface over one store; build it with :func:`create_orchestration`."""
 
-    def __init__(self, store: PlanStore, inputs: FreezeInputs) -> None:
+    def __init__(
+        self,
+        store: PlanStore,
+        inputs: FreezeInputs,
+        templates: Mapping[str, PlanTemplate] | None = None,
+    ) -> None:
         self._store = store
         self._inputs = inputs
+        self._templates: dict[str, PlanTemplate] = dict(templates or {})
         self.raw = RawViews(store)
 
     @property
@@ -255,6 +311,76 @@ class Orchestration:
             if (await self._store.fold(plan_id, revision=earlier)).view.digest == digest:
                 return True
         return False
+
+    # -- templates and tools ---------------------------------------------------------------
+
+    def templates(self) -> tuple[TemplateSummary, ...]:
+        """The registered templates as a model sees them: id, summary, params to fill."""
+        return tuple(template.summarize() for template in self._templates.values())
+
+    def template(self, template_id: str) -> PlanTemplate | None:
+        """The registered template with that id, or ``None``."""
+        return self._templates.get(template_id)
+
+    async def instantiate(
+        self,
+        template_id: str,
+        args: Mapping[str, Any],
+        *,
+        actor_id: str = "orchestration",
+        plan_id: str | None = None,
+        label: str | None = None,
+    ) -> InstantiateOk | InstantiateRefused:
+        """Mint a new ``editable`` plan from a registered template, ``args`` in its holes.
+
+        Failure is a value a model can read: ``unknown_template`` (naming the registered ids),
+        ``invalid_args`` (every problem, each naming the fix) or ``duplicate_id`` (only when
+        ``plan_id`` is given). On success ``issues`` are the new plan's freeze issues.
+
+        Args:
+            template_id: The template's id.
+            args: One argument per declared param (no others).
+            actor_id: Who the minted ops are attributed to.
+            plan_id: The new plan's id (default: a fresh ``plan-<hex>``).
+            label: Its listing label (default: the template's summary).
+
+        """
+        template = self._templates.get(template_id)
+        if template is None:
+            known = ", ".join(f'"{t}"' for t in self._templates) or "(none)"
+            return InstantiateRefused(
+                reason="unknown_template",
+                detail=f'No template registered with id "{template_id}". Registered templates: '
+                f"{known}.",
+            )
+        result = await instantiate_template(
+            self._store,
+            template,
+            args,
+            author=PlanAuthor(actor_id),
+            plan_id=plan_id or new_plan_id(),
+            label=label,
+        )
+        if isinstance(result, InstantiateRefused):
+            return result
+        issues = await self.check_plan(result.plan_id)
+        return result.model_copy(update={"issues": tuple(issues)})
+
+    def tools(self, tier: Tier, *, actor_id: str = "orchestration") -> dict[str, ForgeTool]:
+        """The forge: the tools a model authors plans with, keyed by name.
+
+        ``front`` withholds graph mechanics (templates, outlines, slices, submitting for
+        review); ``authoring`` exposes them. Every refusal is a value carrying a code and a
+        fix. No tool of either tier approves a plan.
+
+        Args:
+            tier: ``"front"`` or ``"authoring"``.
+            actor_id: Who the ops the tools mint are attributed to.
+
+        """
+        from orchestration.forge import forge_tools
+
+        return forge_tools(self, tier, actor_id=actor_id)
 
     # -- read --------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ __all__ = [
     "AddEdgeOp",
     "AddNodeOp",
     "ApprovalRecord",
+    "ApprovalSignature",
     "ArgMap",
     "ArgValue",
     "ArtifactHandle",
@@ -483,8 +484,17 @@ class SetNodeDefinitionOp(_OpBase):
     @classmethod
     def _dump_model(cls, definition: object) -> object:
         if isinstance(definition, BaseModel):
-            return definition.model_dump(by_alias=True, exclude_none=True)
+            return _lists(definition.model_dump(by_alias=True, exclude_none=True))
         return definition
+
+
+def _lists(value: Any) -> Any:
+    """A model dump with its tuple fields as lists (staged values never hold tuples)."""
+    if type(value) is tuple or type(value) is list:
+        return [_lists(v) for v in value]
+    if type(value) is dict:
+        return {k: _lists(v) for k, v in value.items()}
+    return value
 
 
 class SetNodePhaseOp(_OpBase):
@@ -632,6 +642,20 @@ class PlanDiff(WireModel):
     edges_removed: tuple[PlanEdge, ...] = ()
 
 
+class ApprovalSignature(WireModel):
+    """An Ed25519 signature over an approval record's canonical digest.
+
+    ``key_id`` is the signer's public-key fingerprint (:func:`orchestration.signing.key_id`),
+    so a worker holding several operators' public keys picks the right one without trusting
+    anything else the record says.
+    """
+
+    algorithm: Literal["ed25519"] = "ed25519"
+    key_id: str
+    value: str
+    """The signature, base64 (standard alphabet, padded)."""
+
+
 class ApprovalRecord(WireModel):
     """An operator's decision, bound to exactly the digest and authority set they were shown.
 
@@ -645,6 +669,10 @@ class ApprovalRecord(WireModel):
     decided_by: str
     decided_at: str
     disposition: Literal["approved"] = "approved"
+    signature: ApprovalSignature | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The operator's Ed25519 signature over the rest of the record (see
+    :mod:`orchestration.signing`). Optional and left out of the wire form when absent, so an
+    unsigned record serialises, digests and validates exactly as before the field existed."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.postgres_cluster import PostgresCluster, PostgresNotFoundError
 
 settings.register_profile(
     "ci",
@@ -36,3 +40,17 @@ def pytest_unconfigure(config: object) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_status[-1])
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL cluster for the session; fails (never skips) when not installed."""
+    try:
+        cluster = PostgresCluster()
+    except PostgresNotFoundError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -39,7 +39,7 @@ from orchestration.render import render_plan
 from orchestration.types import PlanIssue
 from orchestration.validation import merge_evaluators
 
-__all__ = ["load_cells", "load_tools", "register"]
+__all__ = ["issue_lines", "load_cells", "load_tools", "register"]
 
 
 def register(plan_commands: Any) -> None:
@@ -78,6 +78,12 @@ def register(plan_commands: Any) -> None:
     approve.add_argument("--digest", required=True, help="the digest printed by `render`")
     approve.add_argument("--by", required=True, help="who approves (recorded)")
     approve.add_argument("--at", help="ISO-8601 decision time (default: now, UTC)")
+    approve.add_argument(
+        "--sign-key",
+        metavar="PATH",
+        help="Ed25519 private key (PEM) to sign the approval with; workers configured with "
+        "approval keys run only signed approvals",
+    )
     add_store_flag(approve)
     add_json_flag(approve)
     approve.set_defaults(handler=_approve)
@@ -167,7 +173,8 @@ async def _open(args: argparse.Namespace, *, need_tools: bool) -> tuple[Orchestr
     return orch, bool(args.tools)
 
 
-def _issue_lines(issues: Iterable[PlanIssue]) -> list[str]:
+def issue_lines(issues: Iterable[PlanIssue]) -> list[str]:
+    """``[<severity>] <code> (node x, edge y): <message>`` per issue."""
     lines = []
     for issue in issues:
         where = [f"node {issue.node_id}"] if issue.node_id else []
@@ -196,7 +203,7 @@ def _freeze(args: argparse.Namespace) -> int:
             if result.ok
             else f"{args.plan_id} stays editable"
         )
-        return "\n".join([head, *_issue_lines(result.issues)])
+        return "\n".join([head, *issue_lines(result.issues)])
 
     emit(args, result, text)
     if not result.ok:
@@ -281,7 +288,7 @@ def _slice(args: argparse.Namespace) -> int:
             lines.append(f"  {node.id} ({node.kind}): {definition}")
         lines.append(f"incoming from: {', '.join(sliced.boundary.incoming) or '(none)'}")
         lines.append(f"outgoing to: {', '.join(sliced.boundary.outgoing) or '(none)'}")
-        lines += _issue_lines(sliced.issues)
+        lines += issue_lines(sliced.issues)
         return "\n".join(lines)
 
     emit(args, sliced, text)
@@ -302,6 +309,11 @@ def _approve(args: argparse.Namespace) -> int:
             record = approval_record(view, args.by, decided_at).model_copy(
                 update={"digest": args.digest.strip().lower()}
             )
+            if args.sign_key:
+                from orchestration.signing import load_private_key, sign_approval
+
+                with open(args.sign_key, "rb") as pem:
+                    record = sign_approval(record, load_private_key(pem.read()))
             return await orch.approve_plan(args.plan_id, record)
         finally:
             await orch.store.close()

@@ -50,3 +50,17 @@ def test_refs_and_empty_actor() -> None:
     assert ref("x", path="y", select="last").select == "last"
     with pytest.raises(ValueError, match="actor_id"):
         PlanAuthor("")
+
+
+def test_set_definition_takes_a_definition_model() -> None:
+    """A whole definition model (tuple fields and all) can replace a node's definition."""
+    from orchestration.types import CallDefinition, StringField
+
+    from .plans import diamond_ops
+
+    author = fixed_author(start=100)
+    new = CallDefinition(tool="weather.v2", output=(StringField(path="body"),), replay_safe=True,
+                         on_indeterminate="skip", on_missing_value="fail")
+    view = fold_ops("p", [*diamond_ops(), author.set_definition("fetch", new)]).view
+    fetch = view.node("fetch")
+    assert isinstance(fetch, CallNode) and fetch.definition == new

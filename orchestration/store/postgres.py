@@ -1,0 +1,698 @@
+"""``PostgresPlanStore``: a :class:`~orchestration.store.base.PlanStore` shared by many hosts.
+
+When workers, API processes and agent hosts run on several machines, the plan store must be one
+database they all reach. This store keeps the protocol's compare-and-set rules across every
+connection to that database:
+
+* Every write is one transaction that first locks the plan's row (``SELECT ... FOR UPDATE``),
+  then reads, decides (with the same rules as every bundled store, :mod:`._rules`) and writes.
+  A second writer on the same plan waits on the row lock and then decides on what the first
+  committed (``READ COMMITTED`` gives each later statement a fresh snapshot), so of two appends
+  against one expected revision exactly one lands. Creating a plan relies on the primary key
+  (``INSERT ... ON CONFLICT DO NOTHING``), so two creators of one id cannot both succeed.
+* A refusal writes nothing, and an exception (or a client killed mid-transaction) rolls the
+  whole transaction back, so a batch is all or nothing.
+* Schema creation and migrations run under a transaction-scoped advisory lock and are recorded
+  in ``orch_schema_version``: any number of hosts may open the store at once, exactly one of
+  them applies a pending migration, the others wait and then see it applied. A database written
+  by a newer layout is refused (:class:`SchemaVersionError`), never rewritten.
+
+Records are stored as the JSON text the pydantic models emit and read back with
+``validate_json``, exactly as the SQLite store does (only JSON mode decodes the value tags), and
+the run-event query for a clone's ``completedAtClone`` is answered by the shared rule over the
+parsed events rather than by SQL over JSON, so the stores cannot disagree on it. The tables are
+prefixed ``orch_`` so that the store can share a database with other applications.
+
+Each store owns an ``AsyncConnectionPool`` (psycopg 3), opened on first use so that
+constructing the store does no I/O. Parsed op logs of recently used plans are kept per store;
+they stay exact across hosts because a committed position of an append-only log never changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from psycopg import AsyncConnection, InterfaceError
+from psycopg_pool import AsyncConnectionPool
+
+from orchestration.errors import OrchestrationError, PlanNotFoundError, RunNotFoundError
+from orchestration.ops import FoldResult, fold_ops
+from orchestration.types import (
+    ApprovalRecord,
+    CloneProvenance,
+    PlanOp,
+    PlanProvenance,
+    PlanState,
+    PlanSummary,
+    RunEvent,
+    TemplateProvenance,
+)
+
+from . import _rules
+from .base import (
+    AppendOk,
+    AppendRefused,
+    ClaimOk,
+    ClaimRefused,
+    CreateOk,
+    CreateRefused,
+    PlanStateRecord,
+    TransitionOk,
+    TransitionRefused,
+    TransitionRequest,
+)
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresPlanStore", "SchemaVersionError"]
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE orch_plans (
+            seq         BIGSERIAL UNIQUE,
+            plan_id     TEXT PRIMARY KEY,
+            state       TEXT NOT NULL CHECK (state IN ('editable', 'reviewable', 'executable')),
+            revision    INTEGER NOT NULL,
+            digest      TEXT NOT NULL,
+            node_count  INTEGER NOT NULL,
+            label       TEXT,
+            provenance  TEXT,
+            approval    TEXT,
+            run_id      TEXT,
+            updated_at  TEXT NOT NULL
+        );
+        CREATE TABLE orch_ops (
+            plan_id     TEXT NOT NULL REFERENCES orch_plans (plan_id),
+            position    INTEGER NOT NULL,
+            op_id       TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            body        TEXT NOT NULL,
+            PRIMARY KEY (plan_id, position),
+            UNIQUE (plan_id, op_id)
+        );
+        CREATE TABLE orch_run_events (
+            plan_id     TEXT NOT NULL REFERENCES orch_plans (plan_id),
+            position    INTEGER NOT NULL,
+            body        TEXT NOT NULL,
+            PRIMARY KEY (plan_id, position)
+        );
+        """,
+    ),
+)
+"""``(version, DDL)`` in order; a database at version ``v`` gets every later step, once."""
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The layout this module reads and writes, kept in the ``orch_schema_version`` table."""
+
+_DDL_LOCK = "orchestration.store.postgres/schema"
+"""Hashed to the advisory-lock key every host takes around schema DDL."""
+
+_T = TypeVar("_T")
+
+_CACHED_LOGS = 64
+"""How many plans' parsed op logs a store keeps, most recently used first."""
+
+_Work = Callable[[AsyncConnection[Any], dict[str, list[PlanOp]]], Awaitable[_T]]
+
+
+class SchemaVersionError(OrchestrationError):
+    """The database was written by a newer layout than this version of the store understands."""
+
+    code = "schema_version_unsupported"
+
+
+async def migrate(conn: AsyncConnection[Any]) -> int:
+    """Bring the schema to :data:`SCHEMA_VERSION`, safely against other hosts doing the same.
+
+    The advisory lock serialises every host's DDL: ``CREATE TABLE IF NOT EXISTS`` alone is not
+    safe under concurrency in PostgreSQL (two creators can both pass the check and one then
+    fails on the catalog's unique index). The version is read and written under the lock, so a
+    migration step runs exactly once.
+
+    Returns:
+        The version the database was at before this call.
+
+    Raises:
+        SchemaVersionError: the database is ahead of this code; nothing is changed.
+
+    """
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_DDL_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS orch_schema_version ("
+            " singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),"
+            " version INTEGER NOT NULL)"
+        )
+        row = await (await conn.execute("SELECT version FROM orch_schema_version")).fetchone()
+        found: int = 0 if row is None else row[0]
+        if found > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the plan-store database has schema version {found}; this store reads version "
+                f"{SCHEMA_VERSION}. Upgrade the library to open it."
+            )
+        for version, ddl in MIGRATIONS:
+            if version > found:
+                await conn.execute(ddl)
+        if found < SCHEMA_VERSION:
+            await conn.execute(
+                "INSERT INTO orch_schema_version (singleton, version) VALUES (TRUE, %s)"
+                " ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version",
+                (SCHEMA_VERSION,),
+            )
+    return found
+
+
+class PostgresPlanStore:
+    """A plan store in one PostgreSQL database, safe to share between hosts.
+
+    Args:
+        conninfo: A libpq connection string or URI (``postgresql://user@host:5432/db``).
+        min_size: Connections the pool keeps open.
+        max_size: Connections the pool may open; concurrent calls beyond it queue.
+        clock: Returns the ``updatedAt`` stamp of a write (ISO-8601). Defaults to UTC now.
+
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        clock: Callable[[], str] = _rules.utc_now,
+    ) -> None:
+        self._pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+        )
+        self._clock = clock
+        self._opened = False
+        self._closed = False
+        self._opening = asyncio.Lock()
+        self._logs: OrderedDict[str, list[PlanOp]] = OrderedDict()
+
+    # ----------------------------------------------------------------------------------------
+    # Pool and transactions
+    # ----------------------------------------------------------------------------------------
+
+    async def _ready(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
+        if self._closed:
+            raise InterfaceError("the store is closed")
+        if not self._opened:
+            async with self._opening:
+                if not self._opened:
+                    await self._pool.open(wait=True)
+                    try:
+                        async with self._pool.connection() as conn:
+                            await migrate(conn)
+                    except BaseException:
+                        await self._pool.close()
+                        self._closed = True
+                        raise
+                    self._opened = True
+        return self._pool
+
+    async def _transaction(self, work: _Work[_T]) -> _T:
+        """Run ``work`` in one transaction; remember the logs it parsed only once it committed."""
+        pool = await self._ready()
+        seen: dict[str, list[PlanOp]] = {}
+        async with pool.connection() as conn, conn.transaction():
+            result = await work(conn, seen)
+        for plan_id, log in seen.items():
+            if len(log) >= len(self._logs.get(plan_id, ())):
+                self._logs[plan_id] = log
+            self._logs.move_to_end(plan_id)
+        while len(self._logs) > _CACHED_LOGS:
+            self._logs.popitem(last=False)
+        return result
+
+    # ----------------------------------------------------------------------------------------
+    # Row helpers (called inside a transaction)
+    # ----------------------------------------------------------------------------------------
+
+    @staticmethod
+    async def _row(
+        conn: AsyncConnection[Any],
+        method: str,
+        plan_id: str,
+        columns: str,
+        *,
+        lock: str = "",
+    ) -> tuple[Any, ...]:
+        cursor = await conn.execute(
+            f"SELECT {columns} FROM orch_plans WHERE plan_id = %s {lock}",
+            (plan_id,),
+        )
+        row = await cursor.fetchone()
+        if row is None:
+            raise PlanNotFoundError(_rules.plan_not_found_message(method, plan_id))
+        return tuple(row)
+
+    async def _log(
+        self,
+        conn: AsyncConnection[Any],
+        seen: dict[str, list[PlanOp]],
+        plan_id: str,
+        through: int,
+        current: int,
+    ) -> list[PlanOp]:
+        """The first ``through`` ops of a plan at revision ``current``, parsing only what's new.
+
+        The returned list may be shared with the cache; callers copy it before handing it out.
+        """
+        known = seen.get(plan_id) or self._logs.get(plan_id, [])
+        if len(known) >= through:
+            return known[:through] if len(known) > through else known
+        cursor = await conn.execute(
+            "SELECT body FROM orch_ops WHERE plan_id = %s AND position >= %s AND position < %s"
+            " ORDER BY position",
+            (plan_id, len(known), through),
+        )
+        log = [*known, *(_rules.OP_JSON.validate_json(body) for (body,) in await cursor.fetchall())]
+        if through == current:
+            seen[plan_id] = log
+        return log
+
+    @staticmethod
+    def _provenance(text: str | None) -> PlanProvenance | None:
+        return None if text is None else _rules.PROVENANCE_JSON.validate_json(text)
+
+    @staticmethod
+    async def _events(conn: AsyncConnection[Any], plan_id: str) -> list[RunEvent]:
+        cursor = await conn.execute(
+            "SELECT body FROM orch_run_events WHERE plan_id = %s ORDER BY position", (plan_id,)
+        )
+        return [_rules.EVENT_JSON.validate_json(body) for (body,) in await cursor.fetchall()]
+
+    # ----------------------------------------------------------------------------------------
+    # PlanStore
+    # ----------------------------------------------------------------------------------------
+
+    async def create_plan(
+        self,
+        plan_id: str,
+        *,
+        label: str | None = None,
+        provenance: TemplateProvenance | None = None,
+    ) -> CreateOk | CreateRefused:
+        """Create an empty ``editable`` plan (revision 0); ``duplicate_id`` if it exists."""
+        digest = fold_ops(plan_id, (), provenance).view.digest
+        provenance_json = None if provenance is None else provenance.model_dump_json()
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> CreateOk | CreateRefused:
+            cursor = await conn.execute(
+                "INSERT INTO orch_plans (plan_id, state, revision, digest, node_count, label,"
+                " provenance, updated_at) VALUES (%s, 'editable', 0, %s, 0, %s, %s, %s)"
+                " ON CONFLICT (plan_id) DO NOTHING",
+                (plan_id, digest, label, provenance_json, self._clock()),
+            )
+            if cursor.rowcount == 0:
+                return CreateRefused(reason="duplicate_id")
+            return CreateOk(plan_id=plan_id, revision=0, digest=digest)
+
+        return await self._transaction(work)
+
+    async def clone_plan(
+        self, source_id: str, new_id: str, *, at_revision: int | None = None
+    ) -> CreateOk | CreateRefused:
+        """Copy the source's first ``at_revision`` ops (default: all) into a new editable plan.
+
+        Refusals, in check order: ``source_missing``, ``duplicate_id``, ``revision_missing``.
+        """
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> CreateOk | CreateRefused:
+            cursor = await conn.execute(
+                "SELECT revision, label, provenance FROM orch_plans WHERE plan_id = %s FOR SHARE",
+                (source_id,),
+            )
+            source = await cursor.fetchone()
+            if source is None:
+                return CreateRefused(reason="source_missing")
+            cursor = await conn.execute("SELECT 1 FROM orch_plans WHERE plan_id = %s", (new_id,))
+            if await cursor.fetchone() is not None:
+                return CreateRefused(reason="duplicate_id")
+            source_revision, label, source_provenance = source
+            revision = source_revision if at_revision is None else at_revision
+            if not 0 <= revision <= source_revision:
+                return CreateRefused(reason="revision_missing")
+            ops = await self._log(conn, seen, source_id, revision, source_revision)
+            parent = fold_ops(source_id, ops, self._provenance(source_provenance)).view
+            provenance = CloneProvenance(
+                parent=source_id,
+                parent_digest=parent.digest,
+                parent_revision=revision,
+                completed_at_clone=_rules.settled_ok_node_ids(await self._events(conn, source_id)),
+            )
+            view = fold_ops(new_id, ops, provenance).view
+            cursor = await conn.execute(
+                "INSERT INTO orch_plans (plan_id, state, revision, digest, node_count, label,"
+                " provenance, updated_at) VALUES (%s, 'editable', %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (plan_id) DO NOTHING",
+                (
+                    new_id,
+                    revision,
+                    view.digest,
+                    len(view.nodes),
+                    label,
+                    provenance.model_dump_json(),
+                    self._clock(),
+                ),
+            )
+            if cursor.rowcount == 0:  # created by another host since the check above
+                return CreateRefused(reason="duplicate_id")
+            await conn.execute(
+                "INSERT INTO orch_ops (plan_id, position, op_id, fingerprint, body)"
+                " SELECT %s, position, op_id, fingerprint, body FROM orch_ops"
+                " WHERE plan_id = %s AND position < %s",
+                (new_id, source_id, revision),
+            )
+            seen[new_id] = ops
+            return CreateOk(plan_id=new_id, revision=revision, digest=view.digest)
+
+        return await self._transaction(work)
+
+    async def append_ops(
+        self,
+        plan_id: str,
+        ops: Sequence[PlanOp],
+        *,
+        expected_revision: int | None = None,
+    ) -> AppendOk | AppendRefused:
+        """Append ops atomically, only while ``editable`` and (if given) at that revision.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        batch = list(ops)
+        op_ids = [op.op_id for op in batch]
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> AppendOk | AppendRefused:
+            state, revision, digest, provenance = await self._row(
+                conn,
+                "append_ops",
+                plan_id,
+                "state, revision, digest, provenance",
+                lock="FOR UPDATE",
+            )
+            cursor = await conn.execute(
+                "SELECT op_id, fingerprint FROM orch_ops WHERE plan_id = %s AND op_id = ANY(%s)",
+                (plan_id, op_ids),
+            )
+            known = {op_id: fingerprint for op_id, fingerprint in await cursor.fetchall()}
+            decision = _rules.screen_append(state, revision, batch, known, expected_revision)
+            if isinstance(decision, AppendRefused):
+                return decision
+            if not decision:
+                return AppendOk(revision=revision, digest=digest)
+            prefix = await self._log(conn, seen, plan_id, revision, revision)
+            log = [*prefix, *(op for op, _ in decision)]
+            view = fold_ops(plan_id, log, self._provenance(provenance)).view
+            async with conn.cursor() as insert:
+                await insert.executemany(
+                    "INSERT INTO orch_ops (plan_id, position, op_id, fingerprint, body)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    [
+                        (plan_id, revision + i, op.op_id, fingerprint, op.model_dump_json())
+                        for i, (op, fingerprint) in enumerate(decision)
+                    ],
+                )
+            await conn.execute(
+                "UPDATE orch_plans SET revision = %s, digest = %s, node_count = %s,"
+                " updated_at = %s WHERE plan_id = %s",
+                (len(log), view.digest, len(view.nodes), self._clock(), plan_id),
+            )
+            seen[plan_id] = log
+            return AppendOk(revision=len(log), digest=view.digest)
+
+        return await self._transaction(work)
+
+    async def read_ops(
+        self,
+        plan_id: str,
+        *,
+        through_revision: int | None = None,
+        since_lamport: int | None = None,
+    ) -> list[PlanOp]:
+        """The log in append order: the first ``through_revision`` ops, then ``lamport >`` filter.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RevisionOutOfRangeError: ``through_revision`` outside ``[0, revision]``.
+
+        """
+
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> list[PlanOp]:
+            (current,) = await self._row(conn, "read_ops", plan_id, "revision")
+            through = _rules.checked_revision(plan_id, current, through_revision)
+            log = await self._log(conn, seen, plan_id, through, current)
+            if since_lamport is None:
+                return list(log)
+            return [op for op in log if op.lamport > since_lamport]
+
+        return await self._transaction(work)
+
+    async def read_provenance(self, plan_id: str) -> PlanProvenance | None:
+        """The plan's lineage, or ``None`` when it was authored from scratch.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        return self._provenance(await self._column("read_provenance", plan_id, "provenance"))
+
+    async def read_state(self, plan_id: str) -> PlanStateRecord:
+        """The lifecycle state now, with the current digest and revision.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> PlanStateRecord:
+            state, digest, revision = await self._row(
+                conn, "read_state", plan_id, "state, digest, revision"
+            )
+            return PlanStateRecord(state=state, digest=digest, revision=revision)
+
+        return await self._transaction(work)
+
+    async def fold(self, plan_id: str, *, revision: int | None = None) -> FoldResult:
+        """The plan folded at ``revision`` (default: current), with its current provenance.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RevisionOutOfRangeError: ``revision`` outside ``[0, current]``.
+
+        """
+
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> FoldResult:
+            current, provenance = await self._row(conn, "fold", plan_id, "revision, provenance")
+            through = _rules.checked_revision(plan_id, current, revision)
+            ops = await self._log(conn, seen, plan_id, through, current)
+            return fold_ops(plan_id, ops, self._provenance(provenance))
+
+        return await self._transaction(work)
+
+    async def transition(
+        self, plan_id: str, request: TransitionRequest
+    ) -> TransitionOk | TransitionRefused:
+        """Compare-and-set the lifecycle state. Checks state, then digest, then legality.
+
+        The approval of ``reviewable → executable`` is written in the same transaction as the
+        state, so no reader ever sees an executable plan without its approval.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> TransitionOk | TransitionRefused:
+            state, digest, revision = await self._row(
+                conn, "transition", plan_id, "state, digest, revision", lock="FOR UPDATE"
+            )
+            refusal = _rules.screen_transition(plan_id, state, digest, request)
+            if refusal is not None:
+                return refusal
+            approval = request.approval if request.to == "executable" else None
+            await conn.execute(
+                "UPDATE orch_plans SET state = %s, approval = COALESCE(%s, approval),"
+                " updated_at = %s WHERE plan_id = %s",
+                (
+                    request.to,
+                    None if approval is None else approval.model_dump_json(),
+                    self._clock(),
+                    plan_id,
+                ),
+            )
+            return TransitionOk(revision=revision)
+
+        return await self._transaction(work)
+
+    async def read_approval(self, plan_id: str) -> ApprovalRecord | None:
+        """The approval persisted with ``reviewable → executable``, or ``None``.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        text = await self._column("read_approval", plan_id, "approval")
+        return None if text is None else ApprovalRecord.model_validate_json(text)
+
+    async def claim_run(
+        self, plan_id: str, expected_digest: str, run_id: str
+    ) -> ClaimOk | ClaimRefused:
+        """Record ``run_id`` as the plan's one run; atomic compare-and-set across hosts.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> ClaimOk | ClaimRefused:
+            state, digest, existing = await self._row(
+                conn, "claim_run", plan_id, "state, digest, run_id", lock="FOR UPDATE"
+            )
+            answer = _rules.screen_claim(state, digest, existing, expected_digest, run_id)
+            if answer is not None:
+                return answer
+            await conn.execute(
+                "UPDATE orch_plans SET run_id = %s, updated_at = %s WHERE plan_id = %s",
+                (run_id, self._clock(), plan_id),
+            )
+            return ClaimOk(run_id=run_id, resumed=False)
+
+        return await self._transaction(work)
+
+    async def read_run_id(self, plan_id: str) -> str | None:
+        """The plan's run id, once claimed.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        return await self._column("read_run_id", plan_id, "run_id")
+
+    async def append_run_events(
+        self, plan_id: str, run_id: str, events: Sequence[RunEvent]
+    ) -> None:
+        """Append a batch of run events atomically.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RunNotFoundError: ``run_id`` is not the plan's run.
+
+        """
+        bodies = [event.model_dump_json() for event in events]
+
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> None:
+            (claimed,) = await self._row(
+                conn, "append_run_events", plan_id, "run_id", lock="FOR UPDATE"
+            )
+            if claimed is None or claimed != run_id:
+                raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
+            if not bodies:
+                return
+            cursor = await conn.execute(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM orch_run_events WHERE plan_id = %s",
+                (plan_id,),
+            )
+            row = await cursor.fetchone()
+            start: int = 0 if row is None else row[0]
+            async with conn.cursor() as insert:
+                await insert.executemany(
+                    "INSERT INTO orch_run_events (plan_id, position, body) VALUES (%s, %s, %s)",
+                    [(plan_id, start + i, body) for i, body in enumerate(bodies)],
+                )
+            await conn.execute(
+                "UPDATE orch_plans SET updated_at = %s WHERE plan_id = %s",
+                (self._clock(), plan_id),
+            )
+
+        await self._transaction(work)
+
+    async def read_run_events(self, plan_id: str, run_id: str | None = None) -> list[RunEvent]:
+        """The run's events in append order; ``run_id=None`` reads the plan's only run.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RunNotFoundError: the plan has no run, or not ``run_id``.
+
+        """
+
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> list[RunEvent]:
+            (claimed,) = await self._row(conn, "read_run_events", plan_id, "run_id")
+            if claimed is None:
+                raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
+            if run_id is not None and run_id != claimed:
+                raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
+            return await self._events(conn, plan_id)
+
+        return await self._transaction(work)
+
+    async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
+        """Summaries in creation order, optionally only those in ``state``."""
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> list[PlanSummary]:
+            cursor = await conn.execute(
+                "SELECT plan_id, state, digest, revision, node_count, label, provenance,"
+                " updated_at FROM orch_plans WHERE %s::text IS NULL OR state = %s ORDER BY seq",
+                (state, state),
+            )
+            return [
+                PlanSummary(
+                    plan_id=plan_id,
+                    state=plan_state,
+                    digest=digest,
+                    revision=revision,
+                    node_count=node_count,
+                    label=label,
+                    provenance=self._provenance(provenance),
+                    updated_at=updated_at,
+                )
+                for (
+                    plan_id,
+                    plan_state,
+                    digest,
+                    revision,
+                    node_count,
+                    label,
+                    provenance,
+                    updated_at,
+                ) in await cursor.fetchall()
+            ]
+
+        return await self._transaction(work)
+
+    async def close(self) -> None:
+        """Close the pool; later calls raise ``psycopg.InterfaceError``."""
+        self._closed = True
+        await self._pool.close()
+
+    async def _column(self, method: str, plan_id: str, column: str) -> str | None:
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> str | None:
+            (value,) = await self._row(conn, method, plan_id, column)
+            text: str | None = value
+            return text
+
+        return await self._transaction(work)

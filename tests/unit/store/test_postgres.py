@@ -1,0 +1,107 @@
+"""The PostgreSQL store against the shared conformance suite, plus its schema handling."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from orchestration.store import PlanStore, PlanStoreConformance
+from orchestration.store.postgres import (
+    SCHEMA_VERSION,
+    PostgresPlanStore,
+    SchemaVersionError,
+    migrate,
+)
+from tests.postgres_cluster import PostgresCluster
+
+
+class TestPostgresPlanStore(PlanStoreConformance):
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres: PostgresCluster) -> None:
+        self.dsn = postgres.new_database()
+
+    async def make_store(self, tmp_path: Path) -> PlanStore:
+        return PostgresPlanStore(self.dsn)
+
+    async def make_peer(self, store: PlanStore, tmp_path: Path) -> PlanStore:
+        # A second pool on the same database: the races reach PostgreSQL's own locking.
+        return PostgresPlanStore(self.dsn)
+
+
+def schema_version(dsn: str) -> int | None:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT version FROM orch_schema_version").fetchone()
+        return None if row is None else int(row[0])
+
+
+@pytest.mark.asyncio
+async def test_many_hosts_migrating_at_once_create_the_schema_once(
+    postgres: PostgresCluster,
+) -> None:
+    """Eight connections migrating a fresh database at once: all succeed, one did the work."""
+    dsn = postgres.new_database()
+
+    async def one() -> int:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            return await migrate(conn)
+
+    found = await asyncio.gather(*(one() for _ in range(8)))
+    assert sorted(found) == [0] + [SCHEMA_VERSION] * 7
+    assert schema_version(dsn) == SCHEMA_VERSION
+    store = PostgresPlanStore(dsn)
+    try:
+        assert (await store.create_plan("p")).ok
+    finally:
+        await store.close()
+
+
+@pytest.mark.asyncio
+async def test_a_database_from_a_newer_schema_is_refused(postgres: PostgresCluster) -> None:
+    """A database whose recorded version is ahead of this code is refused, not rewritten."""
+    dsn = postgres.new_database()
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "CREATE TABLE orch_schema_version (singleton BOOLEAN PRIMARY KEY,"
+            " version INTEGER NOT NULL)"
+        )
+        conn.execute("INSERT INTO orch_schema_version VALUES (TRUE, %s)", (SCHEMA_VERSION + 1,))
+    store = PostgresPlanStore(dsn)
+    with pytest.raises(SchemaVersionError, match="Upgrade the library"):
+        await store.list_plans()
+    await store.close()
+    assert schema_version(dsn) == SCHEMA_VERSION + 1
+    with psycopg.connect(dsn) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'orch_plans'"
+            " AND table_schema = current_schema()"
+        ).fetchone()
+        assert tables == (0,)
+
+
+@pytest.mark.asyncio
+async def test_a_closed_store_refuses_calls(postgres: PostgresCluster) -> None:
+    """After close() every call raises instead of silently reconnecting."""
+    store = PostgresPlanStore(postgres.new_database())
+    await store.create_plan("p")
+    await store.close()
+    with pytest.raises(psycopg.InterfaceError):
+        await store.read_state("p")
+
+
+@pytest.mark.asyncio
+async def test_everything_survives_a_new_store_on_the_same_database(
+    postgres: PostgresCluster,
+) -> None:
+    """A second store (another host) reads back exactly what the first wrote."""
+    dsn = postgres.new_database()
+    first, second = PostgresPlanStore(dsn), PostgresPlanStore(dsn)
+    try:
+        await first.create_plan("p", label="label")
+        assert await second.list_plans() == await first.list_plans()
+        assert await second.read_state("p") == await first.read_state("p")
+    finally:
+        await first.close()
+        await second.close()
