@@ -25,9 +25,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from orchestration.artifacts import ArtifactSpool, MemorySpool, SpooledArtifact
 from orchestration.execution import CallRequest, CallResponse
 from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import (
@@ -45,6 +47,8 @@ __all__ = ["MAX_RESULT_BYTES", "CallActivities", "normalise_result", "check_outp
 MAX_RESULT_BYTES = 2_000_000
 """Just under Temporal's 2 MiB payload limit; larger results must travel as artifact handles."""
 
+_log = structlog.get_logger("activities.call")
+
 HEARTBEAT_EVERY_SECONDS = 5.0
 """Heartbeat cadence while a tool runs; a third of the heartbeat timeout when that is shorter."""
 
@@ -58,10 +62,17 @@ def normalise_result(result: Any, output: tuple[DeclaredField, ...]) -> CallResp
 
     A string becomes one item whose only field is the first declared output path (or
     ``value``); a mapping is one item; a list of mappings is one item each; an
-    ``ArtifactHandle`` (or a mapping holding one under ``artifact``) is kept as the artifact.
+    ``ArtifactHandle`` or a ``SpooledArtifact`` (or a mapping holding one under ``artifact``,
+    beside the declared fields) is kept as the artifact's handle. A bare artifact instance's
+    item is its ``summary()`` (``artifactClass``, ``byteLength``); a bare handle's is empty.
     """
     artifact: ArtifactHandle | None = None
-    if isinstance(result, ArtifactHandle):
+    if isinstance(result, SpooledArtifact):
+        artifact, result = result.encode(), result.summary()
+    elif isinstance(result, Mapping) and isinstance(result.get("artifact"), SpooledArtifact):
+        artifact = result["artifact"].encode()
+        result = {k: v for k, v in result.items() if k != "artifact"}
+    elif isinstance(result, ArtifactHandle):
         artifact, result = result, {}
     elif isinstance(result, Mapping) and isinstance(result.get("artifact"), ArtifactHandle):
         artifact = result["artifact"]
@@ -129,10 +140,11 @@ def _type_problem(declared: DeclaredField, value: Any) -> str | None:
 
 
 class CallActivities:
-    """Activities bound to one worker's toolbox."""
+    """Activities bound to one worker's toolbox (and the spool its tools put artifacts in)."""
 
-    def __init__(self, toolbox: Toolbox) -> None:
+    def __init__(self, toolbox: Toolbox, spool: ArtifactSpool | None = None) -> None:
         self.toolbox = toolbox
+        self.spool = spool or MemorySpool()
 
     @activity.defn(name="plan.call")
     async def run_call(self, request: CallRequest) -> CallResponse:
@@ -160,7 +172,23 @@ class CallActivities:
                     f"tool {request.tool!r} needs {verb} on {capability}, which node "
                     f"{request.node_id!r} does not claim; add the claim and re-approve",
                 )
-        result = await self._invoke(spec.fn, spec.wants_context, request)
+        # The frame's ids are bound for every line logged while the tool runs, the tool's own
+        # included (a sync tool's thread inherits the context), so one run's lines can be joined.
+        with structlog.contextvars.bound_contextvars(
+            plan_id=request.plan_id,
+            run_id=request.run_id,
+            node_id=request.node_id,
+            frame_key=request.frame_key,
+            tool=request.tool,
+            attempt=activity.info().attempt,
+        ):
+            _log.info("tool call started")
+            try:
+                result = await self._invoke(spec.fn, spec.wants_context, request)
+            except BaseException as exc:
+                _log.info("tool call ended", status="failed", error=type(exc).__name__)
+                raise
+            _log.info("tool call ended", status="ok")
         response = normalise_result(result, request.output)
         check_output(response, request.output, request.tool)
         size = len(response.model_dump_json())
@@ -182,6 +210,7 @@ class CallActivities:
                 idempotency_key=request.idempotency_key,
                 claims=request.authority,
                 heartbeat=activity.heartbeat,
+                spool=self.spool,
             )
         if inspect.iscoroutinefunction(fn):
             work: asyncio.Future[Any] = asyncio.ensure_future(fn(**kwargs))

@@ -1,4 +1,9 @@
-"""``python -m workers``: run a worker for a toolbox until SIGINT/SIGTERM."""
+"""``python -m workers``: run a worker for a toolbox until SIGINT/SIGTERM.
+
+Reason nodes use the reasoner ``ORCH_REASONER`` and its ``ORCH_REASONER_*`` variables describe
+(see :mod:`activities.reasoners.config`); tools spool artifacts to ``--spool-dir``
+(``ORCH_SPOOL_DIR``), and every worker that may resume a run must see the same folder.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +12,55 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 
 import structlog
 
+from activities.reasoners import reasoner_from_env
+from orchestration.artifacts import FileSpoolStore
 from orchestration.cli.common import load_object
+from orchestration.signing import load_public_key
 from orchestration.toolbox import Toolbox
+from workers.codec import KEYS_ENV, codec_from_env
 from workers.logging import configure_logging
+from workers.telemetry import client_options, configure_tracing
 from workers.worker import build_worker, connect
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The worker's command line."""
     parser = argparse.ArgumentParser(prog="python -m workers", description=__doc__)
-    parser.add_argument(
-        "--toolbox", required=True, help="module:attribute of the worker's Toolbox"
-    )
+    parser.add_argument("--toolbox", required=True, help="module:attribute of the worker's Toolbox")
     parser.add_argument("--task-queue", default=os.environ.get("ORCH_TASK_QUEUE", "plans"))
     parser.add_argument("--address", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", "default"))
     parser.add_argument("--log-level", default=os.environ.get("ORCH_LOG_LEVEL", "INFO"))
+    parser.add_argument(
+        "--spool-dir",
+        default=os.environ.get("ORCH_SPOOL_DIR", ".data/spool"),
+        help="folder of the file-system artifact spool, shared by the workers of a task queue",
+    )
+    parser.add_argument(
+        "--approval-key",
+        action="append",
+        default=[p for p in os.environ.get("ORCH_APPROVAL_KEYS", "").split(os.pathsep) if p],
+        metavar="PATH",
+        help="operator public key (PEM); with any, only signed approvals run (repeatable; "
+        "env ORCH_APPROVAL_KEYS, path-separated)",
+    )
+    parser.add_argument(
+        "--metrics-bind",
+        default=os.environ.get("ORCH_METRICS_BIND") or None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on HOST:PORT/metrics (env ORCH_METRICS_BIND; default off)",
+    )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        default=os.environ.get("ORCH_OTEL", "") not in ("", "0", "false"),
+        help="trace workflows and activities with OpenTelemetry (env ORCH_OTEL; needs the "
+        "otel extra; OTLP when its exporter is installed, else spans as JSON on stderr)",
+    )
     return parser.parse_args(argv)
 
 
@@ -35,16 +70,47 @@ async def serve(args: argparse.Namespace) -> None:
     toolbox = load_object(args.toolbox)
     if not isinstance(toolbox, Toolbox):
         raise SystemExit(f"{args.toolbox} is not a Toolbox; point --toolbox at one")
-    client = await connect(args.address, args.namespace)
-    worker = build_worker(client, task_queue=args.task_queue, toolbox=toolbox)
+    # Encryption is on exactly when ORCH_CODEC_KEYS holds keys (see workers/codec.py).
+    codec = codec_from_env()
+    if args.otel:
+        configure_tracing()
+    telemetry = client_options(metrics_bind=args.metrics_bind, otel=args.otel)
+    client = await connect(args.address, args.namespace, payload_codec=codec, **telemetry)
+    approval_keys = [load_public_key(Path(path).read_bytes()) for path in args.approval_key]
+    reasoner = reasoner_from_env(os.environ)
+    worker = build_worker(
+        client,
+        task_queue=args.task_queue,
+        toolbox=toolbox,
+        approval_keys=approval_keys,
+        reasoner=reasoner,
+        spool=FileSpoolStore(args.spool_dir),
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    log.info("worker started", task_queue=args.task_queue, address=args.address,
-             tools=list(toolbox.names()))
+    log.info(
+        "worker started",
+        task_queue=args.task_queue,
+        address=args.address,
+        tools=list(toolbox.names()),
+        encrypted=codec is not None,
+        signed_approvals_only=bool(approval_keys),
+        codec_keys_env=KEYS_ENV,
+        metrics=args.metrics_bind,
+        tracing=args.otel,
+    )
+    log.info(
+        "reasoning and artifacts",
+        reasoner=reasoner.name if reasoner is not None else None,
+        spool=str(Path(args.spool_dir).resolve()),
+    )
     async with worker:
         await stop.wait()
+    close = getattr(reasoner, "aclose", None)
+    if close is not None:
+        await close()
     log.info("worker stopped")
 
 
