@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from orchestration.types import BranchNode, FrameRef, NodeOutput, SelectNode
+from orchestration.types import BranchNode, FrameRef, NodeOutput, PlanNode, SelectNode
 
 __all__ = [
     "ArtifactReturn",
     "BranchVerdict",
     "BytesReturn",
+    "ExplainingEvaluator",
     "InvocableTools",
+    "Judgement",
     "MediaReturn",
     "PredicateContext",
     "PredicateEvaluator",
@@ -24,6 +26,7 @@ __all__ = [
     "SelectVerdict",
     "TextReturn",
     "ToolReturn",
+    "TypedEvaluator",
 ]
 
 
@@ -133,4 +136,42 @@ class PredicateEvaluator(Protocol):
         self, node: BranchNode | SelectNode, ctx: PredicateContext
     ) -> PredicateVerdict:
         """Decide the node's outcome for one frame."""
+        ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict and the evidence for it (an encodable value, or ``None``).
+
+    The evidence is recorded on every ``edge_taken`` the verdict fires, so an operator reading
+    the run sees why a branch went the way it did (an expression's value, or the error that
+    made a cell fall back to its safe verdict).
+    """
+
+    verdict: PredicateVerdict
+    evidence: Any = None
+
+
+@runtime_checkable
+class ExplainingEvaluator(Protocol):
+    """A cell that can say why: ``judge`` returns the verdict with its evidence."""
+
+    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
+        """Decide the node's outcome for one frame, with evidence."""
+        ...
+
+
+@runtime_checkable
+class TypedEvaluator(Protocol):
+    """A cell that type-checks a predicate against what the plan declares it can read.
+
+    Freeze calls ``validate_reads`` after ``validate`` with every node that may precede the
+    branch or select on some route (its ancestors, in plan order), so a predicate reading a
+    field no ancestor declares, or comparing it with the wrong type, is refused before approval.
+    """
+
+    async def validate_reads(
+        self, node: BranchNode | SelectNode, readable: Sequence[PlanNode]
+    ) -> None:
+        """Raise ``ValueError`` naming the fix when the predicate does not type-check."""
         ...

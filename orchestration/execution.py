@@ -8,7 +8,7 @@ agree on one definition. Nothing here does I/O.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -16,30 +16,45 @@ from orchestration.types import (
     ApprovalRecord,
     ArtifactHandle,
     AuthorityClaim,
+    BranchNode,
     DeclaredField,
+    EmitRows,
+    EmitValue,
+    EncodableValue,
+    FrameRef,
     FrontierSnapshot,
     InterruptionCause,
     OutputItem,
+    OutputTable,
     RawPlanView,
     RunEvent,
     RunStarted,
+    SelectNode,
+    TransformStep,
     ValueMap,
     WireModel,
 )
 
 __all__ = [
     "MAX_READABLE_ID",
+    "AttemptUsage",
     "CallRequest",
     "CallResponse",
     "ContinuedRun",
     "ErrorCode",
+    "EvaluateRequest",
+    "EvaluateResponse",
     "EventPage",
     "PlanRunInput",
     "PlanRunResult",
+    "ReasonRequest",
+    "ReasonResponse",
     "ResolveDecision",
     "RetrySettings",
     "RunSettings",
     "RunStatus",
+    "TransformRequest",
+    "TransformResponse",
     "activity_id_for",
     "workflow_id_for",
 ]
@@ -52,8 +67,32 @@ ErrorCode = Literal[
     "output_too_large",
     "tool_failed",
     "unsupported_result",
+    # reason
+    "no_reasoner",
+    "invalid_output_schema",
+    "output_schema_violation",
+    "reasoner_unavailable",
+    "reasoner_rejected",
+    # transform
+    "E_NO_READER_RESOLVER",
+    "unknown_artifact_class",
+    "artifact_unreadable",
+    "artifact_class_mismatch",
+    "transform_unknown_step",
+    "transform_step_args",
+    "transform_step_failed",
+    "transform_emit",
+    # cells
+    "unwired_evaluator",
+    "E_ORCH_CELL_UNAVAILABLE",
+    "predicate_unevaluatable",
+    "lua_memory_exceeded",
 ]
-"""Stable codes of call-activity failures (the ``type`` of the ``ApplicationError``)."""
+"""Stable codes of node-activity failures (the ``type`` of the ``ApplicationError``).
+
+Every one is non-retryable except ``tool_failed`` (when the tool does not say otherwise) and
+``reasoner_unavailable`` (an overloaded or unreachable provider may answer later).
+"""
 
 
 MAX_READABLE_ID = 200
@@ -104,6 +143,79 @@ class CallResponse(WireModel):
 
     items: tuple[OutputItem, ...]
     artifact: ArtifactHandle | None = None
+
+
+class ReasonRequest(WireModel):
+    """One reason frame: its joined prompt and its output schema."""
+
+    plan_id: str
+    run_id: str
+    node_id: str
+    frame_key: str
+    prompt: str
+    output_schema: str
+    """The node's JSON Schema, still encoded: the activity decodes and checks it."""
+    max_attempts: int = Field(ge=1)
+
+
+class AttemptUsage(WireModel):
+    """One model attempt's accounting: its outcome and the tokens it cost."""
+
+    attempt: int
+    outcome: Literal["accepted", "invalid", "malformed", "no_tool_call", "refused"]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    problems: tuple[str, ...] = ()
+    """Why the attempt was rejected (empty when accepted)."""
+
+
+class ReasonResponse(WireModel):
+    """The accepted answer as the node's one item, and every attempt's token usage."""
+
+    items: tuple[OutputItem, ...]
+    attempts: tuple[AttemptUsage, ...]
+    reasoner: str
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class TransformRequest(WireModel):
+    """One transform frame: the source artifact's handle, the steps, the emit, the output."""
+
+    plan_id: str
+    run_id: str
+    node_id: str
+    frame_key: str
+    source: ArtifactHandle
+    source_tool: str | None = None
+    """The tool of the call that produced the source, to check its declared artifact class."""
+    steps: tuple[TransformStep, ...]
+    emit: Annotated[EmitValue | EmitRows, Field(discriminator="as_")]
+    output: tuple[DeclaredField, ...] = ()
+
+
+class TransformResponse(WireModel):
+    """The transform's output items."""
+
+    items: tuple[OutputItem, ...]
+
+
+class EvaluateRequest(WireModel):
+    """A branch or select frame for a cell that runs outside the workflow (a local activity)."""
+
+    node: Annotated[BranchNode | SelectNode, Field(discriminator="kind")]
+    frame: FrameRef
+    outputs: OutputTable = Field(default_factory=dict)
+
+
+class EvaluateResponse(WireModel):
+    """A cell's verdict and its evidence."""
+
+    kind: Literal["branch", "select"]
+    matched: bool = False
+    case_label: str | None = None
+    evidence: EncodableValue = None
 
 
 class RetrySettings(WireModel):

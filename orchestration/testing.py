@@ -199,8 +199,10 @@ class PlanSketch:
         emit: str | None = "value",
         output: Sequence[DeclaredField] = (),
     ) -> PlanSketch:
-        """A transform of ``source``'s artifact through ``steps`` (descriptor names, or steps
-        with their args)."""
+        """A transform of ``source``'s artifact through ``steps``.
+
+        Each step is a descriptor name, or a ``TransformStep`` with its args.
+        """
         return self.add(
             TransformNode(
                 id=node_id,

@@ -8,7 +8,9 @@ never travel in a plan or a workflow payload.
 A tool is a function of its keyword arguments. It may also take a ``context`` parameter to
 receive a :class:`ToolContext`: the approved authority claims of the calling node (so the tool
 can check the scope of what it is about to touch, where the side effect happens), an
-idempotency key stable across retries of the same frame, and a heartbeat callback for long work.
+idempotency key stable across retries of the same frame, a heartbeat callback for long work,
+and the worker's artifact spool (``context.spool.put(data, SpooledJsonArtifact)``), so a tool
+whose result is large returns an artifact the run keeps only a handle of.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestration.artifacts.spool import ArtifactSpool, MemorySpool
 from orchestration.contracts import TextReturn, ToolReturn
 from orchestration.types import AuthorityClaim, AuthorityVerb
 
@@ -40,6 +43,7 @@ class ToolContext:
             different for every other frame, so a tool can deduplicate its side effect.
         claims: The calling node's authority claims, each one inside the approved set.
         heartbeat: Report progress; keeps a long call from being declared dead.
+        spool: Where to put an artifact's bytes (the worker's file-system spool, or in memory).
     """
 
     plan_id: str
@@ -48,6 +52,7 @@ class ToolContext:
     idempotency_key: str
     claims: tuple[AuthorityClaim, ...] = ()
     heartbeat: Callable[..., None] = field(default=lambda *details: None, compare=False)
+    spool: ArtifactSpool = field(default_factory=MemorySpool, compare=False)
 
     def allows(self, capability: str, verb: AuthorityVerb, scope: str | None = None) -> bool:
         """Whether a claim grants ``verb`` on ``capability`` (and on ``scope`` when given).

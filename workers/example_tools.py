@@ -1,5 +1,9 @@
 """An example toolbox that does real local work: files and SQLite.
 
+``files.stats`` shows the artifact path: its result (every file's size and line count, as
+JSON) is spooled through ``context.spool`` and the run keeps only the handle; a ``transform``
+node reads the slice it needs with the JSON artifact's methods.
+
 Each tool checks the scope of what it touches against the calling node's approved claims
 (``context.allows``), so approval is enforced where the side effect happens, and writes are
 idempotent per frame (a retried write of the same frame does not write twice).
@@ -10,12 +14,15 @@ Run a worker with it: ``python -m workers --toolbox workers.example_tools:TOOLBO
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from orchestration.toolbox import ToolContext, Toolbox
+from orchestration.artifacts import SpooledJsonArtifact
+from orchestration.contracts import ArtifactReturn
+from orchestration.toolbox import Toolbox, ToolContext
 
 __all__ = ["TOOLBOX", "ScopeError"]
 
@@ -43,6 +50,35 @@ def list_files(dir: str, context: ToolContext) -> dict[str, Any]:
     folder = Path(dir)
     names = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
     return {"count": len(names), "names": "\n".join(names)}
+
+
+@TOOLBOX.tool(
+    "files.stats",
+    returns=ArtifactReturn(SpooledJsonArtifact),
+    requires=[("files", "list")],
+)
+def file_stats(dir: str, context: ToolContext) -> dict[str, Any]:
+    """Describe every file in a folder as a JSON artifact; ``count`` is the number of files.
+
+    The artifact is ``{dir, files: [{name, suffix, size, lines}]}``, names sorted.
+    """
+    _require(context, "files", "list", dir)
+    folder = Path(dir)
+    files = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        files.append(
+            {
+                "name": path.name,
+                "suffix": path.suffix,
+                "size": len(data),
+                "lines": data.count(b"\n") if b"\0" not in data else 0,
+            }
+        )
+    document = json.dumps({"dir": str(folder), "files": files}, indent=2).encode()
+    return {"artifact": context.spool.put(document, SpooledJsonArtifact), "count": len(files)}
 
 
 @TOOLBOX.tool("files.write", requires=[("files", "create")])

@@ -10,24 +10,57 @@ silently running outside the sandbox's checks.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import PayloadCodec
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import SandboxImportNotificationPolicy
 
+from activities.approval import ApprovalVerifier
 from activities.call import CallActivities
+from activities.evaluate import EvaluateActivities
+from activities.reason import ReasonActivities
+from activities.transform import TransformActivities
+from orchestration.artifacts import ArtifactRegistry, ArtifactSpool, FileSpoolStore
+from orchestration.contracts import PredicateEvaluator
+from orchestration.predicates import LuaCell
+from orchestration.reasoning import Reasoner
 from orchestration.toolbox import Toolbox
 from workflows.plan_run import PlanRun
+from workflows.signatures import SignedApprovalsOnly
 
-__all__ = ["PASSED_THROUGH", "build_worker", "connect", "sandbox_runner"]
+__all__ = [
+    "PASSED_THROUGH",
+    "SignedApprovalsOnly",
+    "build_worker",
+    "connect",
+    "default_cells",
+    "sandbox_runner",
+]
 
-PASSED_THROUGH: tuple[str, ...] = ("orchestration", "msgpack", "ormsgpack", "immutables")
+PASSED_THROUGH: tuple[str, ...] = (
+    "orchestration",
+    "msgpack",
+    "ormsgpack",
+    "immutables",
+    # The CEL cell evaluates inside workflow code; its C++ extension cannot be re-imported.
+    "cel_expr_python",
+)
 """Modules shared with the sandbox instead of re-imported per run."""
+
+
+def default_cells() -> list[PredicateEvaluator]:
+    """The cells a worker runs in ``plan.evaluate`` when none are given: Lua, if installed."""
+    import importlib.util
+
+    return [LuaCell()] if importlib.util.find_spec("lupa") is not None else []
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -40,11 +73,22 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
-async def connect(address: str, namespace: str = "default", **kwargs: Any) -> Client:
-    """A client with the pydantic data converter (workers built on it inherit it)."""
-    return await Client.connect(
-        address, namespace=namespace, data_converter=pydantic_data_converter, **kwargs
-    )
+async def connect(
+    address: str,
+    namespace: str = "default",
+    *,
+    payload_codec: PayloadCodec | None = None,
+    **kwargs: Any,
+) -> Client:
+    """A client with the pydantic data converter (workers built on it inherit it).
+
+    With ``payload_codec`` (for example :class:`workers.codec.AesGcmCodec`) every payload is
+    encoded by it after pydantic serialisation, so history holds only what the codec emits.
+    """
+    converter = pydantic_data_converter
+    if payload_codec is not None:
+        converter = dataclasses.replace(converter, payload_codec=payload_codec)
+    return await Client.connect(address, namespace=namespace, data_converter=converter, **kwargs)
 
 
 def build_worker(
@@ -55,19 +99,55 @@ def build_worker(
     extra_activities: Sequence[Any] = (),
     extra_workflows: Sequence[type] = (),
     max_concurrent_activities: int = 200,
+    approval_keys: Sequence[Ed25519PublicKey] = (),
+    reasoner: Reasoner | None = None,
+    spool: ArtifactSpool | None = None,
+    artifacts: ArtifactRegistry | None = None,
+    evaluators: Sequence[PredicateEvaluator] | None = None,
     **options: Any,
 ) -> Worker:
     """A worker that runs ``PlanRun`` and the node activities for ``toolbox``.
 
     A short sticky schedule-to-start timeout means that after a worker dies, its runs move to
     another worker in about 2 s instead of the default 10 s.
+
+    With ``approval_keys`` the worker runs only approvals signed by one of those (operators')
+    public keys: ``PlanRun`` verifies the signature in a local activity before any node and
+    refuses an unsigned or forged record with ``deviation_abort``. Every worker on a task queue
+    must share this setting, or a run's replay on another worker diverges.
+
+    Reason, transform and cell activities:
+
+    * ``reasoner`` answers ``reason`` nodes (``None``: they fail with ``no_reasoner``).
+    * ``spool`` is where tools put artifacts (``context.spool``; default: in memory, inside the
+      handle). A :class:`~orchestration.artifacts.FileSpoolStore`'s resolver is registered in
+      the artifact registry automatically, so transforms on this worker read what it wrote.
+    * ``artifacts`` reopens handles for ``transform`` nodes (default: the in-memory resolver and
+      the built-in classes); register every durable store's resolver whose handles this worker
+      may read, or transforms fail with ``E_NO_READER_RESOLVER``.
+    * ``evaluators`` are the cells ``plan.evaluate`` runs for ``branch``/``select`` nodes whose
+      cell the workflow does not evaluate inline (default: :func:`default_cells`).
     """
-    calls = CallActivities(toolbox)
+    calls = CallActivities(toolbox, spool=spool)
+    registry = artifacts or ArtifactRegistry()
+    if isinstance(spool, FileSpoolStore):
+        registry.register_resolver(spool.tag, spool.resolver)
+    activities: list[Any] = [
+        calls.run_call,
+        ReasonActivities(reasoner).run_reason,
+        TransformActivities(registry, toolbox).run_transform,
+        EvaluateActivities(default_cells() if evaluators is None else evaluators).run_evaluate,
+        *extra_activities,
+    ]
+    if approval_keys:
+        activities.append(ApprovalVerifier(approval_keys).verify)
+        interceptors = [*options.pop("interceptors", ()), SignedApprovalsOnly()]
+        options["interceptors"] = interceptors
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[PlanRun, *extra_workflows],
-        activities=[calls.run_call, *extra_activities],
+        activities=activities,
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         max_concurrent_activities=max_concurrent_activities,

@@ -1,11 +1,12 @@
 """``PlanRun``: one approved plan's one run, as one Temporal workflow.
 
 The workflow is a thin host for the sans-IO :class:`~orchestration.engine.RunEngine`: it asks
-the engine what may run, starts that work (an activity per ``call``; ``branch``/``select``
-decided inline by deterministic cells), hands each result back, and appends the events the
-engine records to the run's log. The log lives in workflow state, is served by a paged query,
-and, because it is a pure function of the workflow's history, is rebuilt from that history for
-a closed run (see :mod:`orchestration.runlog`).
+the engine what may run, starts that work (an activity per ``call``, ``reason`` and
+``transform``; ``branch``/``select`` decided inline by the deterministic cells it ships, or by
+the worker's other cells in the ``plan.evaluate`` local activity), hands each result back, and
+appends the events the engine records to the run's log. The log lives in workflow state, is
+served by a paged query, and, because it is a pure function of the workflow's history, is
+rebuilt from that history for a closed run (see :mod:`orchestration.runlog`).
 
 Before any node runs, the workflow recomputes the plan's digest and authority set and checks
 them against the approval it was given; a mismatch records ``run_started`` and ends the run
@@ -43,6 +44,7 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from orchestration.approval import authority_set
+    from orchestration.contracts import BranchVerdict, ExplainingEvaluator, SelectVerdict
     from orchestration.engine import Decided, Dispatch, Failed, RunEngine, Skipped, Succeeded
     from orchestration.engine_types import SettleResult
     from orchestration.errors import InvalidRunInputError, UnrunnablePlanError
@@ -50,38 +52,54 @@ with workflow.unsafe.imports_passed_through():
         CallRequest,
         CallResponse,
         ContinuedRun,
+        EvaluateRequest,
+        EvaluateResponse,
         EventPage,
         PlanRunInput,
         PlanRunResult,
+        ReasonRequest,
+        ReasonResponse,
         ResolveDecision,
         RunStatus,
+        TransformRequest,
+        TransformResponse,
         activity_id_for,
     )
     from orchestration.ops import plan_digest
-    from orchestration.predicates import StructuredCell
+    from orchestration.predicates import CelCell, StructuredCell
     from orchestration.types import (
         BranchNode,
         CallNode,
         DeviationAbort,
         InterruptionCause,
+        NodeEntered,
         NodeSettled,
         OperatorStop,
         ProcessDeath,
+        ReasonNode,
         RunEvent,
         RunProjection,
+        RunSettled,
         RunStarted,
         SelectNode,
+        TransformNode,
         TurnAbort,
     )
 
-__all__ = ["PLAN_DIGEST", "PLAN_ID", "PLAN_OUTCOME", "PlanRun"]
+__all__ = ["APPROVAL_SIGNATURES", "PLAN_DIGEST", "PLAN_ID", "PLAN_OUTCOME", "PlanRun"]
+
+APPROVAL_SIGNATURES = "orchestration.approval_signatures"
+"""Extern function a worker with approval keys registers; its presence turns verification on."""
 
 PLAN_ID = SearchAttributeKey.for_keyword("PlanId")
 PLAN_DIGEST = SearchAttributeKey.for_keyword("PlanDigest")
 PLAN_OUTCOME = SearchAttributeKey.for_keyword("PlanOutcome")
 
-_CELLS = {cell.id: cell for cell in (StructuredCell(),)}
-"""Deterministic predicate cells, evaluated inside the workflow."""
+_CELLS = {cell.id: cell for cell in (StructuredCell(), CelCell())}
+"""Deterministic predicate cells, evaluated inside the workflow; any other cell id is decided by
+the worker's cells in the ``plan.evaluate`` local activity."""
+
+_EVALUATE_TIMEOUT = timedelta(seconds=30)
 
 _INDETERMINATE_TIMEOUTS = (TimeoutType.START_TO_CLOSE, TimeoutType.HEARTBEAT)
 _PAGE_LIMIT = 500
@@ -115,6 +133,24 @@ def deviation(run: PlanRunInput) -> str | None:
     return None
 
 
+async def signature_refusal(run: PlanRunInput) -> str | None:
+    """Why the approval's signature is refused, when this worker verifies signatures.
+
+    The check needs key material, which lives on the worker, so it runs in a local activity
+    (``plan.verify_approval``), once, at the start of the first segment. A worker without keys
+    never calls it, so runs on such workers keep their histories unchanged.
+    """
+    if run.continued is not None or APPROVAL_SIGNATURES not in workflow.extern_functions():
+        return None
+    refusal: str = await workflow.execute_local_activity(
+        "plan.verify_approval",
+        run.approval,
+        result_type=str,
+        start_to_close_timeout=timedelta(seconds=30),
+    )
+    return refusal or None
+
+
 @workflow.defn(name="PlanRun")
 class PlanRun:
     """Runs one approved plan once; see the module docstring."""
@@ -128,6 +164,7 @@ class PlanRun:
         self._stop: InterruptionCause | None = None
         self._decisions: dict[str, ResolveDecision] = {}
         self._counts = {"ok": 0, "failed": 0, "skipped": 0}
+        self._signature_refusal: str | None = None
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -139,6 +176,7 @@ class PlanRun:
             workflow.upsert_search_attributes(
                 [PLAN_ID.value_set(view.plan_id), PLAN_DIGEST.value_set(view.digest)]
             )
+        self._signature_refusal = await signature_refusal(run)
         engine = self._begin(run)
         self._engine = engine
         self._absorb()
@@ -209,7 +247,7 @@ class PlanRun:
                 at=at,
                 max_in_flight=window,
             )
-        problem = deviation(run)
+        problem = deviation(run) or self._signature_refusal
         if problem is not None:
             return RunEngine.refuse(view, run_id, DeviationAbort(detail=problem), at)
         try:
@@ -220,6 +258,7 @@ class PlanRun:
     def _absorb(self) -> None:
         assert self._engine is not None
         for event in self._engine.drain_events():
+            _count(event)
             if isinstance(event, NodeSettled):
                 self._counts[event.outcome.status] += 1
             self._events.append(event)
@@ -282,6 +321,8 @@ class PlanRun:
             return await self._call(d, node, run)
         if isinstance(node, BranchNode | SelectNode):
             return await self._decide(d, node)
+        if isinstance(node, ReasonNode | TransformNode):
+            return await self._reason_or_transform(d, node, run)
         return Failed(
             name="node_kind_unavailable",
             message=f"{node.kind} nodes are not executed by this worker version",
@@ -331,20 +372,100 @@ class PlanRun:
             return _call_failure(exc)
         return Succeeded(items=response.items, artifact=response.artifact)
 
+    async def _reason_or_transform(
+        self, d: Dispatch, node: ReasonNode | TransformNode, run: PlanRunInput
+    ) -> SettleResult:
+        settings, plan_id, run_id = run.settings, run.plan.plan_id, workflow.info().workflow_id
+        request: ReasonRequest | TransformRequest
+        result_type: type[ReasonResponse] | type[TransformResponse]
+        if isinstance(node, ReasonNode):
+            activity, result_type = "plan.reason", ReasonResponse
+            request = ReasonRequest(
+                plan_id=plan_id,
+                run_id=run_id,
+                node_id=node.id,
+                frame_key=d.key,
+                prompt=d.prompt,
+                output_schema=node.definition.output_schema,
+                max_attempts=max(1, node.definition.max_attempts),
+            )
+        else:
+            assert d.source is not None
+            source = run.plan.node(node.definition.source.node)
+            activity, result_type = "plan.transform", TransformResponse
+            request = TransformRequest(
+                plan_id=plan_id,
+                run_id=run_id,
+                node_id=node.id,
+                frame_key=d.key,
+                source=d.source,
+                source_tool=source.definition.tool if isinstance(source, CallNode) else None,
+                steps=node.definition.steps,
+                emit=node.definition.emit,
+                output=node.definition.output,
+            )
+        retry = settings.retry
+        try:
+            response = await workflow.execute_activity(
+                activity,
+                request,
+                result_type=result_type,
+                activity_id=activity_id_for(d.key, d.attempt),
+                summary=f"{node.id} · {node.kind}",
+                task_queue=settings.task_queue,
+                start_to_close_timeout=timedelta(seconds=settings.start_to_close_seconds),
+                heartbeat_timeout=(
+                    None
+                    if settings.heartbeat_seconds is None
+                    else timedelta(seconds=settings.heartbeat_seconds)
+                ),
+                retry_policy=RetryPolicy(
+                    maximum_attempts=retry.maximum_attempts,
+                    initial_interval=timedelta(seconds=retry.initial_interval_seconds),
+                    backoff_coefficient=retry.backoff_coefficient,
+                    maximum_interval=timedelta(seconds=retry.maximum_interval_seconds),
+                    non_retryable_error_types=["PayloadsTooLarge"],
+                ),
+            )
+        except ActivityError as exc:
+            return _node_failure(exc)
+        return Succeeded(items=response.items)
+
     async def _decide(self, d: Dispatch, node: BranchNode | SelectNode) -> SettleResult:
+        assert d.context is not None
         cell = _CELLS.get(node.definition.evaluator)
         if cell is None:
-            return Failed(
-                name="unwired_evaluator",
-                message=f"no deterministic cell {node.definition.evaluator!r} on this worker",
-                kind="predicate",
-            )
-        assert d.context is not None
+            return await self._decide_locally(d, node)
         try:
+            if isinstance(cell, ExplainingEvaluator):
+                judgement = await cell.judge(node, d.context)
+                return Decided(verdict=judgement.verdict, evidence=judgement.evidence)
             verdict = await cell.evaluate(node, d.context)
         except Exception as exc:  # noqa: BLE001 - a raising cell is a predicate failure
             return Failed.of(exc, kind="predicate")
         return Decided(verdict=verdict)
+
+    async def _decide_locally(self, d: Dispatch, node: BranchNode | SelectNode) -> SettleResult:
+        assert d.context is not None
+        try:
+            response = await workflow.execute_local_activity(
+                "plan.evaluate",
+                EvaluateRequest(node=node, frame=d.frame, outputs=d.context.outputs),
+                result_type=EvaluateResponse,
+                activity_id=activity_id_for(d.key, d.attempt),
+                summary=f"{node.id} · {node.definition.evaluator}",
+                start_to_close_timeout=_EVALUATE_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=3),
+            )
+        except ActivityError as exc:
+            failed = _node_failure(exc)
+            return Failed(name=failed.name, message=failed.message, kind="predicate")
+        verdict = (
+            BranchVerdict(matched=response.matched)
+            if response.kind == "branch"
+            else SelectVerdict(case_label=response.case_label)
+        )
+        return Decided(verdict=verdict, evidence=response.evidence)
 
     # -- settlements and decisions -------------------------------------------------------------
 
@@ -364,6 +485,7 @@ class PlanRun:
         node = run.plan.node(key.split(":", 1)[0])
         assert isinstance(node, CallNode)
         policy = node.definition.on_indeterminate
+        _count(result)
         if policy == "skip":
             engine.settle(key, Skipped(), self._now())
         elif policy == "retry" and node.definition.replay_safe:
@@ -457,6 +579,42 @@ class PlanRun:
             stopping=engine.stopping,
             segment=self._segment,
         )
+
+
+def _count(fact: RunEvent | _Indeterminate) -> None:
+    """Count a log event or an indeterminate frame on the worker's metrics.
+
+    ``workflow.metric_meter()`` records nothing while a workflow task replays, so each fact is
+    counted once however often history is replayed: ``plan_nodes_started`` (by ``kind``),
+    ``plan_nodes_settled`` (by ``kind`` and ``status``), ``plan_runs_settled`` (by
+    ``outcome``) and ``plan_indeterminate_frames``.
+    """
+    meter = workflow.metric_meter()
+    if isinstance(fact, NodeEntered):
+        meter.create_counter("plan_nodes_started").add(1, {"kind": fact.frame.kind})
+    elif isinstance(fact, NodeSettled):
+        attributes = {"kind": fact.frame.kind, "status": fact.outcome.status}
+        meter.create_counter("plan_nodes_settled").add(1, attributes)
+    elif isinstance(fact, RunSettled):
+        meter.create_counter("plan_runs_settled").add(1, {"outcome": fact.outcome})
+    elif isinstance(fact, _Indeterminate):
+        meter.create_counter("plan_indeterminate_frames").add(1)
+
+
+def _node_failure(exc: ActivityError) -> Failed:
+    """A reason, transform or cell activity's failure.
+
+    A timeout is a plain failure here: these activities have no side effect, so an unknown
+    outcome is simply no outcome.
+    """
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        name = cause.type or "ApplicationError"
+        if name == "output_schema_violation":
+            return Failed(name=name, message=cause.message, kind="output_schema")
+        return Failed(name=name, message=cause.message)
+    name = type(cause).__name__ if cause else "ActivityError"
+    return Failed(name=name, message=str(cause or exc))
 
 
 def _call_failure(exc: ActivityError) -> SettleResult | _Indeterminate:

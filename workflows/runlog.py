@@ -29,6 +29,7 @@ from temporalio.worker import (
 
 from orchestration.types import RunEvent
 from workflows.plan_run import PlanRun
+from workflows.signatures import SignedApprovalsOnly, verified_signatures
 
 __all__ = ["events_from_histories", "events_from_history"]
 
@@ -63,9 +64,11 @@ async def events_from_history(history: WorkflowHistory) -> list[RunEvent]:
         temporalio.workflow.NondeterminismError: the history no longer replays on this code.
     """
     sink: list[RunEvent] = []
+    # A run that verified its approval's signature replays only on the same path.
+    switch = [SignedApprovalsOnly()] if verified_signatures(history) else []
     replayer = Replayer(
         workflows=[PlanRun],
-        interceptors=[_Capture(sink)],
+        interceptors=[_Capture(sink), *switch],
         data_converter=pydantic_data_converter,
         workflow_runner=UnsandboxedWorkflowRunner(),
     )

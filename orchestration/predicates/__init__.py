@@ -1,5 +1,13 @@
-"""Predicate cells: how ``branch`` and ``select`` nodes interpret their own predicate form."""
+"""Predicate cells: how ``branch`` and ``select`` nodes interpret their own predicate form.
 
+``structured`` needs nothing; ``cel`` and ``lua`` need an optional package each
+(``pip install 'orchestration[cel]'`` / ``'orchestration[lua]'``), imported only by their
+``load()``, so importing this package never requires them.
+"""
+
+from orchestration.predicates.cel import CEL_INSTALL, CelCell
+from orchestration.predicates.lua import LUA_INSTALL, LuaCell, LuaMemoryExceeded
+from orchestration.predicates.snapshot import merged_record, node_records
 from orchestration.predicates.structured import (
     LEGAL_OPS,
     MAX_PREDICATE_DEPTH,
@@ -10,10 +18,17 @@ from orchestration.predicates.structured import (
 )
 
 __all__ = [
+    "CEL_INSTALL",
     "LEGAL_OPS",
+    "LUA_INSTALL",
     "MAX_PREDICATE_DEPTH",
+    "CelCell",
+    "LuaCell",
+    "LuaMemoryExceeded",
     "StructuredCell",
     "StructuredPredicate",
     "evaluate_predicate",
+    "merged_record",
+    "node_records",
     "parse_structured_predicate",
 ]

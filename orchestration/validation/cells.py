@@ -3,13 +3,16 @@
 Each cell interprets its own predicate form, so only the cell can say whether a predicate is
 usable; asking it at freeze means a refusal precedes approval instead of interrupting a run.
 A cell is loaded once per freeze (loading is idempotent, and a failure to load is reported on
-every node that names the cell). Whatever a cell raises becomes an issue: freeze never raises.
+every node that names the cell). A cell that type-checks (a
+:class:`~orchestration.contracts.TypedEvaluator`, such as the CEL cell) is then given every node
+that may run before the branch or select, so a predicate reading what nothing declares is
+refused here. Whatever a cell raises becomes an issue: freeze never raises.
 """
 
 from __future__ import annotations
 
-from orchestration.contracts import PredicateEvaluator
-from orchestration.types import BranchNode, PlanIssue, SelectNode
+from orchestration.contracts import PredicateEvaluator, TypedEvaluator
+from orchestration.types import BranchNode, PlanIssue, PlanNode, SelectNode
 from orchestration.validation.context import CheckContext
 from orchestration.validation.issues import blocking, quote_list
 
@@ -45,6 +48,8 @@ async def check_cells(ctx: CheckContext) -> list[PlanIssue]:
         failure = loaded[wanted]
         if failure is None:
             failure = await _attempt(cell.validate(node))
+        if failure is None and isinstance(cell, TypedEvaluator):
+            failure = await _attempt(cell.validate_reads(node, _ancestors(ctx, node.id)))
         if failure is not None:
             issues.append(
                 blocking(
@@ -55,6 +60,23 @@ async def check_cells(ctx: CheckContext) -> list[PlanIssue]:
                 )
             )
     return issues
+
+
+def _ancestors(ctx: CheckContext, node_id: str) -> list[PlanNode]:
+    """Every node with a path to ``node_id``, in plan order."""
+    graph = ctx.structure.graph
+    start = graph.index.get(node_id)
+    if start is None:
+        return []
+    seen = {start}
+    stack = [start]
+    while stack:
+        for source in graph.predecessors(stack.pop()):
+            if source not in seen:
+                seen.add(source)
+                stack.append(source)
+    seen.discard(start)
+    return [ctx.by_id[graph.ids[i]] for i in sorted(seen)]
 
 
 async def _attempt(step: object) -> str | None:

@@ -21,6 +21,9 @@ PURE = [
     "orchestration.run_input",
     "orchestration.tables",
     "orchestration.predicates.structured",
+    # the CEL cell is evaluated inside workflow code
+    "orchestration.predicates.cel",
+    "orchestration.predicates.snapshot",
     "orchestration.routes",
     "orchestration.encoding",
     "orchestration.types",

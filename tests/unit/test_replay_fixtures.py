@@ -30,7 +30,9 @@ async def test_recorded_history_replays(path: Path) -> None:
     document = json.loads(path.read_text())
     history = WorkflowHistory.from_json(document["workflowId"], document["history"])
     await Replayer(
-        workflows=[PlanRun], data_converter=pydantic_data_converter, workflow_runner=sandbox_runner()
+        workflows=[PlanRun],
+        data_converter=pydantic_data_converter,
+        workflow_runner=sandbox_runner(),
     ).replay_workflow(history)
     events = await events_from_history(history)
     assert fold_run(events).outcome == document["outcome"]

@@ -256,10 +256,17 @@ def test_predicates_package_surface_is_pinned() -> None:
     import orchestration.predicates as predicates
 
     assert sorted(predicates.__all__) == [
+        "CEL_INSTALL",
+        "CelCell",
         "LEGAL_OPS",
+        "LUA_INSTALL",
+        "LuaCell",
+        "LuaMemoryExceeded",
         "MAX_PREDICATE_DEPTH",
         "StructuredCell",
         "StructuredPredicate",
         "evaluate_predicate",
+        "merged_record",
+        "node_records",
         "parse_structured_predicate",
     ]

@@ -1,4 +1,8 @@
-"""Plan builders, a fake cell and artifact classes for the freeze tests."""
+"""Plan builders, a fake cell and the tool allowlist for the freeze tests.
+
+Transforms are checked against the real artifact classes, so the freeze tests pin the
+vocabulary a plan can actually use.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestration.allowlist import ToolAllowlist
-from orchestration.artifacts.methods import ArtifactMethodDescriptor
+from orchestration.artifacts import SpooledJsonArtifact
 from orchestration.authoring import PlanAuthor, claim
 from orchestration.contracts import (
     BranchVerdict,
@@ -26,42 +30,6 @@ from orchestration.types import (
     StringField,
 )
 from orchestration.validation import FreezeInputs, validate
-
-
-class SpooledArtifact:
-    """Stands in for an artifact base class: the base methods."""
-
-    tool_methods = (
-        ArtifactMethodDescriptor(
-            name="artifact_head",
-            method="head",
-            description="first lines",
-            args_schema={
-                "type": "object",
-                "properties": {"n": {"type": "integer", "minimum": 1}},
-                "additionalProperties": False,
-            },
-        ),
-        ArtifactMethodDescriptor(name="artifact_cat", method="cat", description="all text"),
-    )
-
-
-class SpooledJsonArtifact(SpooledArtifact):
-    """A subclass listing only its own methods; the base ones are inherited."""
-
-    tool_methods = (
-        ArtifactMethodDescriptor(
-            name="artifact_json_get",
-            method="json_get",
-            description="value at a JSONPath",
-            args_schema={
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        ),
-    )
-
 
 TOOLS = ToolAllowlist.of(
     text=["web.fetch", "text.upper", "text.lower", "mail.send", "files.write"],

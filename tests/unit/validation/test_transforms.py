@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from orchestration.allowlist import ToolAllowlist
+from orchestration.artifacts import (
+    SpooledJsonArtifact,
+    SpooledMarkdownArtifact,
+    effective_tool_methods,
+)
 from orchestration.authoring import ref
 from orchestration.types import StringField
 
@@ -44,7 +50,9 @@ def test_unknown_step_names_the_legal_set() -> None:
     ops = _transform(steps=[("artifact_md_sections", None)])
     issue = only(check(ops), "transform_unknown_step")
     assert issue.node_id == "t"
-    assert "artifact_json_get, artifact_head, artifact_cat" in issue.message
+    legal = ", ".join(d.name for d in effective_tool_methods(SpooledJsonArtifact))
+    assert f"SpooledJsonArtifact; use one of: {legal}." in issue.message
+    assert legal.startswith("artifact_json_type") and legal.endswith("artifact_estimate_tokens")
 
 
 def test_step_args_fail_the_method_schema() -> None:
@@ -69,3 +77,27 @@ def test_emit_into_an_undeclared_field() -> None:
     """emit value into a field the output does not declare is refused."""
     issue = only(check(_transform(emit_field="title")), "transform_emit_undeclared")
     assert '"text"' in issue.message
+
+
+MD_TOOLS = ToolAllowlist.of(artifacts={"files.read_md": SpooledMarkdownArtifact})
+
+
+def test_markdown_source_accepts_its_own_and_inherited_methods() -> None:
+    """A Markdown artifact's transform may chain its own methods and the base seven."""
+    steps = [("artifact_md_sections", {"depth": 2}), ("artifact_line_count", None)]
+    ops = _transform(source_tool="files.read_md", steps=steps, emit_field="text")
+    assert check(ops, tools=MD_TOOLS) == []
+    issue = only(check(_transform(source_tool="files.read_md"), tools=MD_TOOLS),
+                 "transform_unknown_step")
+    assert "SpooledMarkdownArtifact" in issue.message
+    assert len(effective_tool_methods(SpooledMarkdownArtifact)) == 15
+
+
+def test_step_args_use_the_reference_names() -> None:
+    """Markdown range args are startLine/endLine; a snake_case spelling is refused."""
+    good = [("artifact_md_links", {"startLine": 1, "endLine": 9})]
+    assert check(_transform(source_tool="files.read_md", steps=good), tools=MD_TOOLS) == []
+    bad = [("artifact_md_links", {"start_line": 1})]
+    issue = only(check(_transform(source_tool="files.read_md", steps=bad), tools=MD_TOOLS),
+                 "transform_step_args")
+    assert "'start_line' was unexpected" in issue.message

@@ -1,0 +1,155 @@
+"""The Lua cell's sandbox: nothing reaches the host, loops stop within budget, memory is capped."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+
+from orchestration.contracts import BranchVerdict, SelectVerdict
+from orchestration.predicates import LuaCell, LuaMemoryExceeded
+
+from .helpers import branch, context, select
+
+CELL = LuaCell(instruction_limit=200_000, memory_ceiling_bytes=4 * 1024 * 1024)
+CTX = context(entry={"n": 3, "name": "x", "tags": {"b": 1, "a": 2, "c": 3}})
+
+
+def judge(source: str):  # type: ignore[no-untyped-def]
+    started = time.monotonic()
+    judgement = CELL.decide(branch(source, "lua"), CTX)
+    return judgement, time.monotonic() - started
+
+
+def refused(source: str, reason: str) -> None:
+    judgement, _ = judge(source)
+    assert judgement.verdict == BranchVerdict(matched=False), source
+    assert reason in judgement.evidence["error"], judgement.evidence
+
+
+def test_outputs_and_ctx_are_readable() -> None:
+    """A predicate reads node records by id and the reference's ctx form; truthiness is Lua's."""
+    assert judge("return outputs.entry.n == 3")[0].verdict.matched
+    assert judge("return ctx['entry:'][1].json.name == 'x'")[0].verdict.matched
+    assert judge("return 0")[0].verdict.matched  # 0 is true in Lua
+    assert not judge("return nil")[0].verdict.matched
+    assert judge("return outputs.entry.n")[0].evidence == {"cell": "lua", "result": 3}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "while true do end",
+        "while true do pcall(function() while true do end end) end",
+        "for i = 1, 1e12 do pcall(error, 'x') end return true",
+        "while true do xpcall(function() while true do end end,"
+        " function(e) while true do end end) end",
+        "local function f() return pcall(f) end while true do f() end",
+        "local t = {} for i = 1, 1e9 do t[#t % 10 + 1] = i end",
+    ],
+)
+def test_loops_stop_within_the_budget_even_under_pcall(source: str) -> None:
+    """Infinite and pcall/xpcall-wrapped loops end with the budget error, quickly."""
+    judgement, elapsed = judge(source)
+    assert judgement.verdict == BranchVerdict(matched=False)
+    assert "instruction budget exceeded" in judgement.evidence["error"]
+    assert elapsed < 2.0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "local s = 'x' for i = 1, 64 do s = s .. s end return #s",
+        "local t, s = {}, string.rep('x', 1000) for i = 1, 1e6 do t[i] = s .. i end return #t",
+    ],
+)
+def test_memory_bombs_hit_the_ceiling(source: str) -> None:
+    """Doubling strings and growing tables fail at the memory ceiling, as a node failure."""
+    with pytest.raises(LuaMemoryExceeded, match="memory ceiling exceeded"):
+        CELL.decide(branch(source, "lua"), CTX)
+
+
+def test_one_shot_string_bombs_are_refused() -> None:
+    """A single huge allocation is refused; under pcall it fails and the ceiling still holds."""
+    refused("return #string.rep('x', 1e10)", "too large")
+    judgement, _ = judge("local ok = pcall(string.rep, 'x', 1e8) return ok")
+    assert judgement.verdict == BranchVerdict(matched=False)
+    assert judgement.evidence == {"cell": "lua", "result": False}
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("return os.execute('id')", "global 'os'"),
+        ("return io.open('/etc/passwd')", "global 'io'"),
+        ("return load('return 1')()", "global 'load'"),
+        ("return require('os')", "global 'require'"),
+        ("return debug.sethook()", "global 'debug'"),
+        ("return dofile('/etc/passwd')", "global 'dofile'"),
+        ("return coroutine.wrap(function() end)", "global 'coroutine'"),
+        ("return getmetatable('').__index", "global 'getmetatable'"),
+        ("return python.eval('1')", "global 'python'"),
+        ("return _G.os", "global '_G'"),
+        ("return string.dump(function() end)", "field 'dump'"),
+        ("return ('x'):match('x')", "method 'match'"),
+        ("return string.gsub('aaa', 'a', 'b')", "field 'gsub'"),
+        ("return math.random()", "field 'random'"),
+        ("return collectgarbage('count')", "global 'collectgarbage'"),
+    ],
+)
+def test_dangerous_globals_are_absent(source: str, reason: str) -> None:
+    """os, io, load, require, debug and friends do not exist inside the sandbox."""
+    refused(source, reason)
+
+
+def test_bytecode_is_refused_at_freeze_and_at_run_time() -> None:
+    """validate() refuses bytecode; a chunk is only ever loaded as text."""
+    with pytest.raises(ValueError, match="bytecode"):
+        asyncio.run(CELL.validate(branch("\x1bLuaT\x00", "lua")))
+    refused("\x1bLuaT\x00", "binary")
+
+
+def test_iteration_and_rendering_are_deterministic() -> None:
+    """pairs walks sorted keys; tostring shows no addresses; %p is refused."""
+    judgement, _ = judge(
+        "local k = {} for key in pairs(outputs.entry.tags) do k[#k + 1] = key end "
+        "return table.concat(k, ',')"
+    )
+    assert judgement.evidence["result"] == "a,b,c"
+    assert judge("return tostring({})")[0].evidence["result"] == "table"
+    refused("return string.format('%p', {})", "%p is not available")
+
+
+def test_select_takes_an_exact_case_label() -> None:
+    """A select's verdict is the returned string when it is a case, else the default edge."""
+    node = select("return outputs.entry.n > 2 and 'large' or 'small'", "lua")
+    assert CELL.decide(node, CTX).verdict == SelectVerdict(case_label="large")
+    assert CELL.decide(select("return 'huge'", "lua"), CTX).verdict == SelectVerdict(None)
+    assert CELL.decide(select("return 1", "lua"), CTX).verdict == SelectVerdict(None)
+
+
+def test_validate_checks_syntax_without_running() -> None:
+    """A syntax error is refused at freeze; valid code is not executed by validate."""
+    with pytest.raises(ValueError, match="not valid Lua"):
+        asyncio.run(CELL.validate(branch("return (", "lua")))
+    asyncio.run(CELL.validate(branch("while true do end", "lua")))
+    with pytest.raises(ValueError, match="SOURCE STRING"):
+        asyncio.run(CELL.validate(branch({"path": "x"}, "lua")))
+
+
+def test_a_missing_package_fails_load_with_the_install_command() -> None:
+    """Without lupa, load() raises E_ORCH_CELL_UNAVAILABLE naming how to install it."""
+    probe = (
+        "import sys, asyncio; sys.modules['lupa'] = None; sys.modules['lupa.lua54'] = None\n"
+        "from orchestration.predicates import LuaCell\n"
+        "try:\n    asyncio.run(LuaCell().load())\n"
+        "except Exception as e:\n    print(type(e).__name__, e.code, e.message)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.startswith("CellUnavailableError E_ORCH_CELL_UNAVAILABLE")
+    assert "pip install 'orchestration[lua]'" in out
