@@ -29,6 +29,7 @@ from orchestration.testing import PlanSketch  # noqa: E402
 from orchestration.toolbox import Toolbox  # noqa: E402
 from orchestration.types import RawPlanView, StringField  # noqa: E402
 from workers.devserver import DevServer  # noqa: E402
+from workers.logging import configure_logging  # noqa: E402
 from workers.worker import build_worker, connect  # noqa: E402
 
 N = 200
@@ -71,6 +72,7 @@ async def median(run: Callable[[], Awaitable[None]], rounds: int = 3) -> float:
 
 
 async def main() -> None:
+    configure_logging("WARNING")
     async with DevServer(ui=False) as server:
         client = await connect(server.address)
         queue = "bench"

@@ -252,6 +252,10 @@ def _demo(args: argparse.Namespace) -> int:
         from orchestration.raw import raw_diff
         from orchestration.render import render_diff, render_plan
         from workers.devserver import DevServer
+        from workers.logging import configure_logging
+
+        # The story is printed on stdout; worker logs (JSON, stderr) only when asked for.
+        configure_logging(os.environ.get("ORCH_LOG_LEVEL", "WARNING"))
         from workers.example_tools import TOOLBOX
         from workers.runs import TemporalRuns
         from workers.worker import build_worker, connect

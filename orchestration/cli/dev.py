@@ -35,6 +35,9 @@ def _dev(args: argparse.Namespace) -> int:
     from activities.reasoners import reasoner_from_env
     from orchestration.artifacts import FileSpoolStore
     from workers.devserver import DevServer
+    from workers.logging import configure_logging
+
+    configure_logging(os.environ.get("ORCH_LOG_LEVEL", "INFO"))  # JSON lines on stderr
     from workers.worker import build_worker, connect
 
     async def go() -> int:
