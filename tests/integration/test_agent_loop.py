@@ -1,7 +1,8 @@
 """Acceptance: a scripted model authors a plan over MCP; an operator approves; it runs.
 
 The model is a deterministic script standing in for an LLM: it drafts a plan with a fan-out
-from the entry, a diamond closed by a join, and a branch, leaving out what models typically
+from the entry, a transform over a JSON artifact a call produced, a diamond closed by a join,
+and a branch, leaving out what models typically
 leave out; it submits, reads the issues that come back, fixes each by its code, and submits
 again. Then an operator approves with ``orch plan approve`` and runs it with ``orch run start
 --watch`` against the session's dev server, with a worker in this process.
@@ -21,12 +22,22 @@ from mcp import Client
 from temporalio.client import Client as TemporalClient
 
 from orchestration.api import create_orchestration
+from orchestration.artifacts import FileSpoolStore
 from orchestration.mcp_server import build_mcp_server
 from orchestration.store import SqlitePlanStore
+from orchestration.toolbox import Toolbox
 from workers.devserver import DevServer
 from workers.worker import build_worker
 
+from . import artifact_tools
 from .harness import make_toolbox, replay
+
+
+def agent_toolbox() -> Toolbox:
+    """The harness's text tools plus a tool that returns a JSON artifact."""
+    tools = make_toolbox()
+    tools.add(artifact_tools.TOOLBOX.get("json.report"))
+    return tools
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -50,6 +61,16 @@ class ScriptedModel:
          "definition": {"input": [{"path": "s", "type": "string"}]}},
         _call("left", "upper", {"s": {"$ref": {"node": "entry", "path": "s"}}}, authority=READ),
         _call("right", "stamp", {}, authority=READ, onMissingValue="fail"),
+        {"id": "report", "kind": "call",
+         "definition": {"tool": "json.report", "args": {}, "output": [
+             {"path": "count", "type": "number"}], "replaySafe": True,
+             "onIndeterminate": "retry", "authority": READ, "onMissingValue": "fail"}},
+        {"id": "names", "kind": "transform",
+         "definition": {"source": {"$ref": {"node": "report"}},
+                        "steps": [{"name": "artifact_json_filter",
+                                   "args": {"path": "$.files[*].name"}}],
+                        "emit": {"as": "value", "field": "names"},
+                        "output": [{"path": "names", "type": "string"}]}},
         {"id": "both", "kind": "join"},
         {"id": "decide", "kind": "branch",
          "definition": {"evaluator": "structured",
@@ -61,8 +82,11 @@ class ScriptedModel:
     EDGES = [
         ("entry", "left", "always"),
         ("entry", "right", "always"),
+        ("entry", "report", "always"),
         ("left", "both", "always"),
         ("right", "both", "always"),
+        ("report", "names", "always"),
+        ("names", "both", "always"),
         ("both", "decide", "always"),
         ("decide", "shout", "match"),
         ("decide", "quiet", "no_match"),
@@ -121,7 +145,7 @@ async def test_a_model_authors_an_operator_approves_and_the_plan_runs(
     """Draft, freeze issues, fixes, submit; `orch plan approve`; `orch run start --watch`."""
     store_path = tmp_path / "plans.sqlite3"
     orch = await create_orchestration(
-        store=SqlitePlanStore(str(store_path)), invocable=make_toolbox()
+        store=SqlitePlanStore(str(store_path)), invocable=agent_toolbox()
     )
     try:
         async with Client(build_mcp_server(orch.tools("authoring", actor_id="model")),
@@ -148,12 +172,19 @@ async def test_a_model_authors_an_operator_approves_and_the_plan_runs(
     assert f"{plan_id} is executable: approved digest {digest} by operator" in out
 
     temporal = ["--address", dev_server.address, "--task-queue", task_queue]
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    worker = build_worker(
+        client,
+        task_queue=task_queue,
+        toolbox=agent_toolbox(),
+        spool=FileSpoolStore(tmp_path / "spool"),
+    )
+    async with worker:
         code, out, err = await _orch("run", "start", plan_id, "--input", '{"s": "hello"}',
                                      "--watch", *temporal, *store)
         assert code == 0, err
         assert "run settled: completed" in out
-        for line in ("  ✓ left", "  ✓ right", "  ✓ both", "  ✓ decide", "  ✓ shout"):
+        for line in ("  ✓ left", "  ✓ right", "  ✓ report", "  ✓ names", "  ✓ both",
+                     "  ✓ decide", "  ✓ shout"):
             assert line in out, out
         assert "quiet" not in out
         code, shown, err = await _orch("run", "show", plan_id, "--json", *temporal, *store)
@@ -161,9 +192,11 @@ async def test_a_model_authors_an_operator_approves_and_the_plan_runs(
     projection = json.loads(shown)
     assert projection["outcome"] == "completed"
     assert projection["nodeStatusById"] == {
-        "entry": "done", "left": "done", "right": "done", "both": "done", "decide": "done",
-        "shout": "done",
+        "entry": "done", "left": "done", "right": "done", "report": "done", "names": "done",
+        "both": "done", "decide": "done", "shout": "done",
     }
+    names = next(v for k, v in projection["outputs"].items() if k.startswith("names:"))
+    assert names["items"] == [{"json": {"names": "a.txt\nb.txt\nc.md"}}]
     shout = next(v for k, v in projection["outputs"].items() if k.startswith("shout:"))
     assert shout["items"] == [{"json": {"value": "HELLO"}}]
     replayed = await replay(client.get_workflow_handle(f"plan/{plan_id}"))
