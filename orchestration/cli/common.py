@@ -50,7 +50,8 @@ def add_store_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         default=os.environ.get("ORCH_STORE", DEFAULT_STORE),
-        help="SQLite plan store file (env ORCH_STORE; default %(default)s)",
+        help="plan store: a SQLite file or a postgresql:// DSN (env ORCH_STORE; "
+        "default %(default)s)",
     )
 
 
@@ -59,12 +60,27 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def open_store(path: str) -> Any:
-    """Open (creating if needed) the SQLite plan store at ``path``."""
+def open_store(location: str) -> Any:
+    """The plan store at ``location``: a PostgreSQL DSN, else a SQLite file (created if needed).
+
+    ``postgresql://...`` (or ``postgres://``) selects the shared
+    :class:`~orchestration.store.postgres.PostgresPlanStore`, so every host of a deployment
+    reads and writes the same plans; anything else is a path to the embedded SQLite store.
+    """
+    if location.startswith(("postgresql://", "postgres://")):
+        try:
+            from orchestration.store.postgres import PostgresPlanStore
+        except ImportError as exc:
+            raise CliError(
+                "postgres_unavailable",
+                "a PostgreSQL store needs psycopg; install it with "
+                "`pip install 'orchestration[postgres]'`",
+            ) from exc
+        return PostgresPlanStore(location)
     from orchestration.store.sqlite import SqlitePlanStore
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return SqlitePlanStore(path)
+    Path(location).parent.mkdir(parents=True, exist_ok=True)
+    return SqlitePlanStore(location)
 
 
 def load_object(spec: str) -> Any:
