@@ -239,7 +239,9 @@ class TemporalRuns:
             if newest and status in _OPEN:
                 segments.append(await self._query_segment(workflow_id, run_id))
             else:
-                segments.append(await events_from_history(history))
+                segments.append(
+                    await events_from_history(history, self.client.data_converter)
+                )
             newest = False
         return [event for segment in reversed(segments) for event in segment]
 

@@ -18,6 +18,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.worker import (
     ExecuteWorkflowInput,
     Interceptor,
@@ -57,8 +58,15 @@ class _Capture(Interceptor):
         return Inbound
 
 
-async def events_from_history(history: WorkflowHistory) -> list[RunEvent]:
+async def events_from_history(
+    history: WorkflowHistory, data_converter: DataConverter = pydantic_data_converter
+) -> list[RunEvent]:
     """The run events one closed execution recorded, rebuilt by replaying its history.
+
+    Args:
+        history: The execution's history.
+        data_converter: The converter the run was recorded with (pass the client's: with a
+            payload codec, an encrypted history replays only through that codec).
 
     Raises:
         temporalio.workflow.NondeterminismError: the history no longer replays on this code.
@@ -69,7 +77,7 @@ async def events_from_history(history: WorkflowHistory) -> list[RunEvent]:
     replayer = Replayer(
         workflows=[PlanRun],
         interceptors=[_Capture(sink), *switch],
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         workflow_runner=UnsandboxedWorkflowRunner(),
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
@@ -77,9 +85,11 @@ async def events_from_history(history: WorkflowHistory) -> list[RunEvent]:
     return sink
 
 
-async def events_from_histories(histories: Sequence[WorkflowHistory]) -> list[RunEvent]:
+async def events_from_histories(
+    histories: Sequence[WorkflowHistory], data_converter: DataConverter = pydantic_data_converter
+) -> list[RunEvent]:
     """The full log of a run that continued as new: each execution's segment, in order."""
     events: list[RunEvent] = []
     for history in histories:
-        events.extend(await events_from_history(history))
+        events.extend(await events_from_history(history, data_converter))
     return events

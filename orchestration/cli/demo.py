@@ -58,6 +58,11 @@ def register(commands: Any) -> None:
     cmd.add_argument(
         "--data", default=".data/demo", help="folder for the demo's files (default %(default)s)"
     )
+    cmd.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="encrypt every Temporal payload with a fresh AES-GCM key (history holds ciphertext)",
+    )
     cmd.set_defaults(handler=_demo)
 
 
@@ -251,6 +256,7 @@ def _demo(args: argparse.Namespace) -> int:
         from orchestration.predicates import StructuredCell
         from orchestration.raw import raw_diff
         from orchestration.render import render_diff, render_plan
+        from workers.codec import new_key_spec
         from workers.devserver import DevServer
         from workers.logging import configure_logging
 
@@ -271,7 +277,12 @@ def _demo(args: argparse.Namespace) -> int:
         try:
             _section("0. a local Temporal dev server and a worker")
             await server.__aenter__()
-            client = await connect(server.address)
+            codec = None
+            if args.encrypt:
+                from workers.codec import AesGcmCodec, parse_keys
+
+                codec = AesGcmCodec(parse_keys(new_key_spec(["demo"])))
+            client = await connect(server.address, payload_codec=codec)
             reasoner = demo_reasoner(os.environ)
             worker = build_worker(
                 client,
@@ -282,6 +293,8 @@ def _demo(args: argparse.Namespace) -> int:
             )
             await worker.__aenter__()
             print(f"Temporal {server.address}, Web UI {server.ui_url}, task queue 'demo'")
+            if codec is not None:
+                print("payloads are encrypted (AES-GCM, key id 'demo'): history holds ciphertext")
             print(f"tools: {', '.join(TOOLBOX.names())}; workspace: {workspace}")
             print(f"reasoner: {reasoner.name}; artifact spool: {data / 'spool'}")
 

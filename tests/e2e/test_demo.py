@@ -36,3 +36,17 @@ def test_demo_runs_the_whole_story(tmp_path: Path) -> None:
         "notes.md",
         "orders.sqlite3",
     ]
+
+
+def test_demo_runs_with_encrypted_payloads(tmp_path: Path) -> None:
+    """`orch demo --encrypt` runs the same story with every Temporal payload encrypted."""
+    result = subprocess.run(
+        [ORCH, "demo", "--data", str(tmp_path / "demo"), "--encrypt"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "payloads are encrypted (AES-GCM" in result.stdout
+    assert "run settled: completed" in result.stdout
+    assert "outputs:" in result.stdout  # the closed run's log was rebuilt through the codec

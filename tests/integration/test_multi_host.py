@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from temporalio.client import Client
 
 from orchestration.api import create_orchestration
 from orchestration.approval import approval_record
-from orchestration.authoring import PlanAuthor, claim, ref
+from orchestration.authoring import PlanAuthor, claim
 from orchestration.execution import workflow_id_for
 from orchestration.store.postgres import PostgresPlanStore
 from orchestration.types import StringField
