@@ -29,6 +29,7 @@ import structlog
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from orchestration.artifacts import ArtifactSpool, MemorySpool, SpooledArtifact
 from orchestration.execution import CallRequest, CallResponse
 from orchestration.toolbox import Toolbox, ToolContext
@@ -49,8 +50,6 @@ MAX_RESULT_BYTES = 2_000_000
 
 _log = structlog.get_logger("activities.call")
 
-HEARTBEAT_EVERY_SECONDS = 5.0
-"""Heartbeat cadence while a tool runs; a third of the heartbeat timeout when that is shorter."""
 
 
 def _refuse(code: str, message: str) -> ApplicationError:
@@ -212,25 +211,10 @@ class CallActivities:
                 heartbeat=activity.heartbeat,
                 spool=self.spool,
             )
-        if inspect.iscoroutinefunction(fn):
-            work: asyncio.Future[Any] = asyncio.ensure_future(fn(**kwargs))
-        else:
-            work = asyncio.ensure_future(asyncio.to_thread(fn, **kwargs))
-        timeout = activity.info().heartbeat_timeout
-        every = HEARTBEAT_EVERY_SECONDS
-        if timeout is not None:
-            every = min(every, max(timeout.total_seconds() / 3, 0.05))
+        work = fn(**kwargs) if inspect.iscoroutinefunction(fn) else asyncio.to_thread(fn, **kwargs)
         try:
-            while True:
-                done, _ = await asyncio.wait({work}, timeout=every)
-                if done:
-                    break
-                activity.heartbeat()
-            return work.result()
+            return await heartbeating(work)
         except ApplicationError:
-            raise
-        except asyncio.CancelledError:
-            work.cancel()
             raise
         except Exception as exc:
             raise ApplicationError(

@@ -103,6 +103,7 @@ from orchestration.types import (
     OutputSchemaViolation,
     PendingFrame,
     PlanEdge,
+    PlanNode,
     PredicateUnevaluatable,
     RawPlanView,
     ReasonNode,
@@ -124,6 +125,7 @@ __all__ = [
     "SettleResult",
     "Skipped",
     "Succeeded",
+    "indeterminate_action",
     "outcome_for",
 ]
 
@@ -136,6 +138,24 @@ _HALTING = frozenset(
 _EMPTY_OUTPUTS: Table[NodeOutput] = Table()
 _EMPTY_ARTIFACTS: Table[ArtifactHandle] = Table()
 _ACTIVITY_KINDS = ("call", "reason", "transform")
+
+
+def indeterminate_action(node: PlanNode) -> Literal["retry", "skip", "halt"]:
+    """What a host does with a call whose outcome is unknown (it started, then lost contact).
+
+    ``skip`` settles it skipped; ``retry`` repeats it, but only when the tool is replay-safe:
+    a non-replay-safe call is never repeated without an operator's decision, so ``retry``
+    without ``replaySafe`` halts like ``halt`` does (freeze refuses that combination anyway).
+    Non-call frames hold no side effect and are simply retried.
+    """
+    if not isinstance(node, CallNode):
+        return "retry"
+    policy = node.definition.on_indeterminate
+    if policy == "skip":
+        return "skip"
+    if policy == "retry" and node.definition.replay_safe:
+        return "retry"
+    return "halt"
 
 
 def outcome_for(cause: InterruptionCause | None) -> Literal["completed", "halted", "aborted"]:

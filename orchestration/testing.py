@@ -31,6 +31,7 @@ from orchestration.engine import (
     SettleResult,
     Skipped,
     Succeeded,
+    indeterminate_action,
 )
 from orchestration.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
@@ -208,9 +209,7 @@ class PlanSketch:
                 id=node_id,
                 definition=TransformDefinition(
                     source=source,
-                    steps=tuple(
-                        TransformStep(name=s) if isinstance(s, str) else s for s in steps
-                    ),
+                    steps=tuple(TransformStep(name=s) if isinstance(s, str) else s for s in steps),
                     emit=EmitRows() if emit is None else EmitValue(field=emit),
                     output=tuple(output),
                 ),
@@ -541,8 +540,7 @@ def _indeterminate(
     ``halt`` interrupts the frame and applies ``on_halt``'s decision. A run already stopping
     starts nothing again: the frame is interrupted and stays indeterminate.
     """
-    node = dispatch.node
-    policy = node.definition.on_indeterminate if isinstance(node, CallNode) else "retry"
+    policy = indeterminate_action(dispatch.node)
     key = dispatch.key
     if policy == "skip":
         engine.settle(key, Skipped(), now())

@@ -130,6 +130,7 @@ __all__ = [
     "AuthorityRevoked",
     "ValueMap",
     "WireModel",
+    "tuples_as_lists",
 ]
 
 
@@ -484,16 +485,20 @@ class SetNodeDefinitionOp(_OpBase):
     @classmethod
     def _dump_model(cls, definition: object) -> object:
         if isinstance(definition, BaseModel):
-            return _lists(definition.model_dump(by_alias=True, exclude_none=True))
+            return tuples_as_lists(definition.model_dump(by_alias=True, exclude_none=True))
         return definition
 
 
-def _lists(value: Any) -> Any:
-    """A model dump with its tuple fields as lists (staged values never hold tuples)."""
+def tuples_as_lists(value: Any) -> Any:
+    """A model dump with its tuple fields as lists, so it passes as staged values.
+
+    Model sequence fields are tuples; staged values admit no tuples (they would decode as
+    lists). Staged values never hold tuples themselves, so every tuple met is a model field.
+    """
     if type(value) is tuple or type(value) is list:
-        return [_lists(v) for v in value]
+        return [tuples_as_lists(v) for v in value]
     if type(value) is dict:
-        return {k: _lists(v) for k, v in value.items()}
+        return {k: tuples_as_lists(v) for k, v in value.items()}
     return value
 
 

@@ -45,7 +45,15 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from orchestration.approval import authority_set
     from orchestration.contracts import BranchVerdict, ExplainingEvaluator, SelectVerdict
-    from orchestration.engine import Decided, Dispatch, Failed, RunEngine, Skipped, Succeeded
+    from orchestration.engine import (
+        Decided,
+        Dispatch,
+        Failed,
+        RunEngine,
+        Skipped,
+        Succeeded,
+        indeterminate_action,
+    )
     from orchestration.engine_types import SettleResult
     from orchestration.errors import InvalidRunInputError, UnrunnablePlanError
     from orchestration.execution import (
@@ -60,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         ReasonRequest,
         ReasonResponse,
         ResolveDecision,
+        RunSettings,
         RunStatus,
         TransformRequest,
         TransformResponse,
@@ -344,29 +353,14 @@ class PlanRun:
             authority=definition.authority,
             approved_authority=run.approval.authority_set,
         )
-        retry = settings.retry
-        policy = RetryPolicy(
-            maximum_attempts=retry.maximum_attempts if definition.replay_safe else 1,
-            initial_interval=timedelta(seconds=retry.initial_interval_seconds),
-            backoff_coefficient=retry.backoff_coefficient,
-            maximum_interval=timedelta(seconds=retry.maximum_interval_seconds),
-            non_retryable_error_types=["PayloadsTooLarge"],
-        )
         try:
             response = await workflow.execute_activity(
                 "plan.call",
                 request,
                 result_type=CallResponse,
-                activity_id=activity_id_for(d.key, d.attempt),
-                summary=f"{node.id} · {definition.tool}",
-                task_queue=settings.task_queue,
-                start_to_close_timeout=timedelta(seconds=settings.start_to_close_seconds),
-                heartbeat_timeout=(
-                    None
-                    if settings.heartbeat_seconds is None
-                    else timedelta(seconds=settings.heartbeat_seconds)
+                **_activity_options(
+                    d, settings, f"{node.id} · {definition.tool}", bool(definition.replay_safe)
                 ),
-                retry_policy=policy,
             )
         except ActivityError as exc:
             return _call_failure(exc)
@@ -404,28 +398,12 @@ class PlanRun:
                 emit=node.definition.emit,
                 output=node.definition.output,
             )
-        retry = settings.retry
         try:
             response = await workflow.execute_activity(
                 activity,
                 request,
                 result_type=result_type,
-                activity_id=activity_id_for(d.key, d.attempt),
-                summary=f"{node.id} · {node.kind}",
-                task_queue=settings.task_queue,
-                start_to_close_timeout=timedelta(seconds=settings.start_to_close_seconds),
-                heartbeat_timeout=(
-                    None
-                    if settings.heartbeat_seconds is None
-                    else timedelta(seconds=settings.heartbeat_seconds)
-                ),
-                retry_policy=RetryPolicy(
-                    maximum_attempts=retry.maximum_attempts,
-                    initial_interval=timedelta(seconds=retry.initial_interval_seconds),
-                    backoff_coefficient=retry.backoff_coefficient,
-                    maximum_interval=timedelta(seconds=retry.maximum_interval_seconds),
-                    non_retryable_error_types=["PayloadsTooLarge"],
-                ),
+                **_activity_options(d, settings, f"{node.id} · {node.kind}", True),
             )
         except ActivityError as exc:
             return _node_failure(exc)
@@ -483,19 +461,19 @@ class PlanRun:
         engine = self._engine
         assert engine is not None
         node = run.plan.node(key.split(":", 1)[0])
-        assert isinstance(node, CallNode)
-        policy = node.definition.on_indeterminate
+        assert node is not None
         _count(result)
-        if policy == "skip":
+        action = indeterminate_action(node)
+        if action == "skip":
             engine.settle(key, Skipped(), self._now())
-        elif policy == "retry" and node.definition.replay_safe:
+        elif action == "retry":
+            # Temporal's retry policy already repeated it; every attempt timed out.
             engine.settle(
                 key,
                 Failed(name="indeterminate", message=f"every attempt timed out: {result.detail}"),
                 self._now(),
             )
         else:
-            # halt, and a repeat of a non-replay-safe call that only an operator may allow
             engine.interrupt_frame(key, ProcessDeath(), self._now())
 
     def _apply_decisions(self, run: PlanRunInput) -> None:
@@ -615,6 +593,35 @@ def _node_failure(exc: ActivityError) -> Failed:
         return Failed(name=name, message=cause.message)
     name = type(cause).__name__ if cause else "ActivityError"
     return Failed(name=name, message=str(cause or exc))
+
+
+def _activity_options(
+    d: Dispatch, settings: RunSettings, summary: str, retryable: bool
+) -> dict[str, Any]:
+    """Options of a node's activity: a frame-derived id, its summary, timeouts and retries.
+
+    Only replay-safe work is retried; anything else gets one attempt, so a timeout after it
+    started is the indeterminate case rather than a silent repeat.
+    """
+    retry = settings.retry
+    return {
+        "activity_id": activity_id_for(d.key, d.attempt),
+        "summary": summary,
+        "task_queue": settings.task_queue,
+        "start_to_close_timeout": timedelta(seconds=settings.start_to_close_seconds),
+        "heartbeat_timeout": (
+            None
+            if settings.heartbeat_seconds is None
+            else timedelta(seconds=settings.heartbeat_seconds)
+        ),
+        "retry_policy": RetryPolicy(
+            maximum_attempts=retry.maximum_attempts if retryable else 1,
+            initial_interval=timedelta(seconds=retry.initial_interval_seconds),
+            backoff_coefficient=retry.backoff_coefficient,
+            maximum_interval=timedelta(seconds=retry.maximum_interval_seconds),
+            non_retryable_error_types=["PayloadsTooLarge"],
+        ),
+    }
 
 
 def _call_failure(exc: ActivityError) -> SettleResult | _Indeterminate:

@@ -31,6 +31,7 @@ __all__ = [
     "load_object",
     "open_store",
     "run_async",
+    "with_store",
 ]
 
 DEFAULT_STORE = ".data/plans.sqlite3"
@@ -125,6 +126,19 @@ def run_async(make: Callable[[], Coroutine[Any, Any, T] | Awaitable[T]]) -> T:
 
     async def runner() -> T:
         return await make()
+
+    return asyncio.run(runner())
+
+
+def with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Open the store named by ``--store``, run ``work(store)`` to completion, close it."""
+
+    async def runner() -> T:
+        store = open_store(args.store)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
 
     return asyncio.run(runner())
 

@@ -23,8 +23,7 @@ from orchestration.cli.common import (
     add_json_flag,
     add_store_flag,
     emit,
-    open_store,
-    run_async,
+    with_store,
 )
 from orchestration.types import PlanOp, RawPlanView
 
@@ -106,14 +105,10 @@ def _fresh_id() -> str:
 
 
 def _new(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            return await store.create_plan(args.plan_id or _fresh_id(), label=args.label)
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        return await store.create_plan(args.plan_id or _fresh_id(), label=args.label)
 
-    result = run_async(go)
+    result = with_store(args, go)
     if not result.ok:
         raise CliError(result.reason, "a plan with that id exists; pick another id")
     emit(args, result, lambda: f"created {result.plan_id} (revision 0, digest {result.digest})")
@@ -154,19 +149,13 @@ def _stdin() -> str:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            existing = await store.read_ops(args.plan_id)
-            author = PlanAuthor(args.actor).observe(existing)
-            ops = read_op_file(args.ops_file, author)
-            return await store.append_ops(
-                args.plan_id, ops, expected_revision=args.expected_revision
-            )
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        existing = await store.read_ops(args.plan_id)
+        author = PlanAuthor(args.actor).observe(existing)
+        ops = read_op_file(args.ops_file, author)
+        return await store.append_ops(args.plan_id, ops, expected_revision=args.expected_revision)
 
-    result = run_async(go)
+    result = with_store(args, go)
     if not result.ok:
         fixes = {
             "not_editable": "the plan is frozen; clone it (`orch plan clone`) and edit the clone",
@@ -205,14 +194,10 @@ def describe_view(view: RawPlanView) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            return await store.fold(args.plan_id, revision=args.revision)
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        return await store.fold(args.plan_id, revision=args.revision)
 
-    view, issues = run_async(go)
+    view, issues = with_store(args, go)
 
     def text() -> str:
         out = describe_view(view)
@@ -227,18 +212,14 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _ops(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            return await store.read_ops(
-                args.plan_id,
-                through_revision=args.through_revision,
-                since_lamport=args.since_lamport,
-            )
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        return await store.read_ops(
+            args.plan_id,
+            through_revision=args.through_revision,
+            since_lamport=args.since_lamport,
+        )
 
-    ops = run_async(go)
+    ops = with_store(args, go)
     emit(
         args,
         ops,
@@ -261,16 +242,12 @@ def _revision(text: str) -> int | str:
 def _diff(args: argparse.Namespace) -> int:
     from orchestration.raw import raw_diff
 
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            return await raw_diff(
-                store, args.plan_id, _revision(args.from_revision), _revision(args.to_revision)
-            )
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        return await raw_diff(
+            store, args.plan_id, _revision(args.from_revision), _revision(args.to_revision)
+        )
 
-    diff = run_async(go)
+    diff = with_store(args, go)
 
     def text() -> str:
         from orchestration.render import render_diff
@@ -282,14 +259,10 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            return await store.list_plans(state=args.state)
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        return await store.list_plans(state=args.state)
 
-    plans = run_async(go)
+    plans = with_store(args, go)
     emit(
         args,
         plans,
@@ -306,16 +279,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _clone(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        store = open_store(args.store)
-        try:
-            return await store.clone_plan(
-                args.source_id, args.new_id or _fresh_id(), at_revision=args.revision
-            )
-        finally:
-            await store.close()
+    async def go(store: Any) -> Any:
+        return await store.clone_plan(
+            args.source_id, args.new_id or _fresh_id(), at_revision=args.revision
+        )
 
-    result = run_async(go)
+    result = with_store(args, go)
     if not result.ok:
         fixes = {
             "source_missing": "no plan has that id; see `orch plan list`",

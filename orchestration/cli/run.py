@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from orchestration.cli.common import (
     CliError,
@@ -24,6 +25,8 @@ from orchestration.cli.common import (
 from orchestration.cli.progress import describe_event, describe_projection, follow_run
 
 __all__ = ["add_temporal_flags", "register"]
+
+T = TypeVar("T")
 
 
 def add_temporal_flags(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +104,19 @@ async def _runs(args: argparse.Namespace) -> Any:
     return TemporalRuns(client, open_store(args.store), task_queue=args.task_queue)
 
 
+def _with_runs(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Connect to Temporal and the store, run ``work(runs)`` to completion, close the store."""
+
+    async def runner() -> T:
+        runs = await _runs(args)
+        try:
+            return await work(runs)
+        finally:
+            await runs.store.close()
+
+    return run_async(runner)
+
+
 def _input(args: argparse.Namespace) -> dict[str, Any]:
     text = Path(args.input_file).read_text() if args.input_file else args.input
     try:
@@ -115,18 +131,14 @@ def _input(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _start(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        runs = await _runs(args)
-        try:
-            handle = await runs.start(args.plan_id, _input(args), resume_run_id=args.resume)
-            if args.watch:
-                await follow_run(runs, args.plan_id, print)
-                return await runs.projection(args.plan_id)
-            return {"runId": handle.id, "planId": args.plan_id}
-        finally:
-            await runs.store.close()
+    async def go(runs: Any) -> Any:
+        handle = await runs.start(args.plan_id, _input(args), resume_run_id=args.resume)
+        if args.watch:
+            await follow_run(runs, args.plan_id, print)
+            return await runs.projection(args.plan_id)
+        return {"runId": handle.id, "planId": args.plan_id}
 
-    result = run_async(go)
+    result = _with_runs(args, go)
     if args.watch:
         emit(args, result, lambda: describe_projection(result))
     else:
@@ -139,71 +151,51 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        runs = await _runs(args)
-        try:
-            await follow_run(runs, args.plan_id, print)
-            return await runs.projection(args.plan_id)
-        finally:
-            await runs.store.close()
+    async def go(runs: Any) -> Any:
+        await follow_run(runs, args.plan_id, print)
+        return await runs.projection(args.plan_id)
 
-    projection = run_async(go)
+    projection = _with_runs(args, go)
     emit(args, projection, lambda: describe_projection(projection))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        runs = await _runs(args)
-        try:
-            return await runs.projection(args.plan_id)
-        finally:
-            await runs.store.close()
+    async def go(runs: Any) -> Any:
+        return await runs.projection(args.plan_id)
 
-    projection = run_async(go)
+    projection = _with_runs(args, go)
     emit(args, projection, lambda: describe_projection(projection))
     return 0
 
 
 def _log(args: argparse.Namespace) -> int:
-    async def go() -> Any:
-        runs = await _runs(args)
-        try:
-            return await runs.read_log(args.plan_id)
-        finally:
-            await runs.store.close()
+    async def go(runs: Any) -> Any:
+        return await runs.read_log(args.plan_id)
 
-    events = run_async(go)
+    events = _with_runs(args, go)
     emit(args, events, lambda: "\n".join(line for e in events if (line := describe_event(e))))
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    async def go() -> None:
-        runs = await _runs(args)
-        try:
-            if args.cancel:
-                await runs.cancel(args.plan_id)
-            else:
-                await runs.stop(args.plan_id)
-        finally:
-            await runs.store.close()
+    async def go(runs: Any) -> None:
+        if args.cancel:
+            await runs.cancel(args.plan_id)
+        else:
+            await runs.stop(args.plan_id)
 
-    run_async(go)
+    _with_runs(args, go)
     verb = "cancellation" if args.cancel else "stop"
     emit(args, {"requested": verb}, lambda: f"{verb} requested; calls in flight will settle first")
     return 0
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    async def go() -> str:
-        runs = await _runs(args)
-        try:
-            answer: str = await runs.resolve(args.plan_id, args.frame_key, args.decision, args.by)
-            return answer
-        finally:
-            await runs.store.close()
+    async def go(runs: Any) -> str:
+        answer: str = await runs.resolve(args.plan_id, args.frame_key, args.decision, args.by)
+        return answer
 
-    answer = run_async(go)
+    answer = _with_runs(args, go)
     emit(args, {"answer": answer}, lambda: answer)
     return 0

@@ -26,6 +26,7 @@ from orchestration.types import (
     PlanIssue,
     PlanNodeKind,
     WireModel,
+    tuples_as_lists,
 )
 
 __all__ = [
@@ -61,17 +62,8 @@ class TemplateNode(WireModel):
     @classmethod
     def _dump_model(cls, definition: object) -> object:
         if isinstance(definition, BaseModel):
-            return _lists(definition.model_dump(by_alias=True, exclude_none=True))
+            return tuples_as_lists(definition.model_dump(by_alias=True, exclude_none=True))
         return definition
-
-
-def _lists(value: Any) -> Any:
-    """A model dump with its tuples as lists (the value subset has no tuples)."""
-    if type(value) is tuple or type(value) is list:
-        return [_lists(item) for item in value]
-    if type(value) is dict:
-        return {key: _lists(item) for key, item in value.items()}
-    return value
 
 
 class PlanTemplate(WireModel):

@@ -530,3 +530,19 @@ def test_driver_stops_when_asked_and_records_a_clean_log() -> None:
     assert [c.node_id for c in toolbox.calls] == ["a"]
     assert projection.outcome == "aborted" and projection.interruption == OperatorStop()
     assert [e.kind for e in events].count("run_settled") == 1
+
+
+def test_indeterminate_action_never_repeats_an_unsafe_call() -> None:
+    """skip skips; retry repeats only replay-safe calls; anything else halts for an operator."""
+    from orchestration.engine import indeterminate_action
+    from orchestration.types import CallDefinition, CallNode, JoinNode
+
+    def call(policy: str, safe: bool) -> CallNode:
+        definition = CallDefinition(tool="t", replay_safe=safe, on_indeterminate=policy)  # type: ignore[arg-type]
+        return CallNode(id="c", definition=definition)
+
+    assert indeterminate_action(call("skip", False)) == "skip"
+    assert indeterminate_action(call("retry", True)) == "retry"
+    assert indeterminate_action(call("retry", False)) == "halt"
+    assert indeterminate_action(call("halt", True)) == "halt"
+    assert indeterminate_action(JoinNode(id="j")) == "retry"
