@@ -25,6 +25,7 @@ from handwritten import HandChain, HandFanOut  # noqa: E402
 
 from orchestration.approval import approval_record  # noqa: E402
 from orchestration.execution import PlanRunInput, PlanRunResult, RunSettings  # noqa: E402
+from orchestration.exiting import exit_process  # noqa: E402
 from orchestration.testing import PlanSketch  # noqa: E402
 from orchestration.toolbox import Toolbox  # noqa: E402
 from orchestration.types import RawPlanView, StringField  # noqa: E402
@@ -143,3 +144,4 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    exit_process(0)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from orchestration.exiting import exit_process, native_runtime_loaded
 from tests.postgres_cluster import PostgresCluster, PostgresNotFoundError
 
 settings.register_profile(
@@ -32,14 +32,12 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
 def pytest_unconfigure(config: object) -> None:
     """Leave without interpreter finalisation once pytest has reported everything.
 
-    The Temporal SDK's native runtime can abort while the interpreter finalises
-    ("PyGILState_Release ... finalizing", exit 134; sdk-python issue #300), turning a green run
-    red. Exiting here keeps pytest's own status, including 5 for "no tests collected".
+    See :mod:`orchestration.exiting`: the native runtime can abort the interpreter as it
+    finalises, turning a green run red. Pytest's own status is kept, including 5 for "no tests
+    collected".
     """
-    if _exit_status and "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(_exit_status[-1])
+    if _exit_status and native_runtime_loaded():
+        exit_process(_exit_status[-1])
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import os
 import signal
-import sys
 from pathlib import Path
 
 import structlog
@@ -19,6 +18,7 @@ import structlog
 from activities.reasoners import reasoner_from_env
 from orchestration.artifacts import FileSpoolStore
 from orchestration.cli.common import load_object
+from orchestration.exiting import exit_process
 from orchestration.signing import load_public_key
 from orchestration.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
@@ -123,4 +123,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

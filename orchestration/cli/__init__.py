@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from orchestration.errors import OrchestrationError
+from orchestration.exiting import exit_process
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "console_main", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,5 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def console_main() -> NoReturn:
+    """The ``orch`` console script: :func:`main`, then an exit that cannot abort in finalisation."""
+    exit_process(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

@@ -1,5 +1,3 @@
-import sys
+from orchestration.cli import console_main
 
-from orchestration.cli import main
-
-sys.exit(main())
+console_main()

@@ -11,6 +11,7 @@ import json
 import sys
 
 from orchestration.errors import RunRefusedError
+from orchestration.exiting import exit_process
 from orchestration.store.postgres import PostgresPlanStore
 from workers.runs import TemporalRuns
 from workers.worker import connect
@@ -37,3 +38,4 @@ async def main(dsn: str, address: str, task_queue: str, plan_ids: list[str]) -> 
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]))
+    exit_process(0)
