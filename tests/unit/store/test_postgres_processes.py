@@ -6,6 +6,7 @@ import asyncio
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from orchestration.store import AppendOk
 from orchestration.store.postgres import PostgresPlanStore
 from tests.postgres_cluster import PostgresCluster
 from tests.unit.store._sqlite_writer import op as writer_op
-from tests.unit.store.test_sqlite_processes import parse_acks
+from tests.unit.store.writer_race import SpawnWriter, parse_acks, race
 
 WRITER = Path(__file__).with_name("_postgres_writer.py")
 
@@ -55,39 +56,17 @@ def test_two_processes_appending_lose_nothing_and_duplicate_nothing(
     postgres: PostgresCluster, tmp_path: Path
 ) -> None:
     """Every op two concurrent writer processes had acknowledged is in the log exactly once."""
-    dsn, go = postgres.new_database(), tmp_path / "go"
-    asyncio.run(fresh_plan(dsn))
-    writers = {name: spawn(dsn, name, batches=100, size=2, go=go) for name in ("left", "right")}
-    acks: dict[str, list[tuple[int, list[str]]]] = {}
-    try:
-        for process in writers.values():
-            assert process.stdout is not None
-            assert process.stdout.readline().strip() == "ready"
-        go.touch()
-        for name, process in writers.items():
-            out, err = process.communicate(timeout=120)
-            assert process.returncode == 0, err
-            acks[name] = parse_acks(out.splitlines())
-            assert len(acks[name]) == 100
-    finally:
-        for process in writers.values():
-            process.kill()
-            process.communicate()
 
-    log = asyncio.run(read_log(dsn))
-    acknowledged = [op_id for name in acks for _, ids in acks[name] for op_id in ids]
-    assert len(log) == len(set(log)) == len(acknowledged) == 2 * 100 * 2
-    assert set(log) == set(acknowledged)
-    positions = {op_id: index for index, op_id in enumerate(log)}
-    for name in acks:
-        mine = [op_id for _, ids in acks[name] for op_id in ids]
-        assert [op_id for op_id in log if op_id.startswith(f"{name}-")] == mine
-        for revision, ids in acks[name]:
-            # A batch is contiguous in the log and ends at the revision its append reported.
-            assert [positions[op_id] for op_id in ids] == list(range(revision - len(ids), revision))
-    writer_of = [op_id.split("-")[0] for op_id in log]
-    switches = sum(1 for a, b in zip(writer_of, writer_of[1:], strict=False) if a != b)
-    assert switches > 2, "the writers never overlapped in time"
+    def fresh(attempt: int) -> tuple[SpawnWriter, Callable[[], list[str]]]:
+        dsn = postgres.new_database()
+        asyncio.run(fresh_plan(dsn))
+
+        def spawn_writer(name: str, go: Path) -> subprocess.Popen[str]:
+            return spawn(dsn, name, batches=100, size=2, go=go)
+
+        return spawn_writer, lambda: asyncio.run(read_log(dsn))
+
+    race(fresh, tmp_path, batches=100, size=2)
 
 
 @pytest.mark.slow

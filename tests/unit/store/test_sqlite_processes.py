@@ -6,6 +6,7 @@ import asyncio
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from orchestration.ops import fold_ops
 from orchestration.store import AppendOk, SqlitePlanStore
 from tests.unit.store._sqlite_writer import op as writer_op
+from tests.unit.store.writer_race import SpawnWriter, parse_acks, race
 
 WRITER = Path(__file__).with_name("_sqlite_writer.py")
 
@@ -22,16 +24,6 @@ def spawn(db: Path, writer: str, batches: int, size: int, go: Path | None) -> su
     if go is not None:
         args.append(str(go))
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def parse_acks(lines: list[str]) -> list[tuple[int, list[str]]]:
-    acks = []
-    for line in lines:
-        kind, *rest = line.split()
-        if kind == "ack":
-            revision, ids = rest
-            acks.append((int(revision), ids.split(",")))
-    return acks
 
 
 async def fresh_plan(db: Path) -> None:
@@ -60,39 +52,17 @@ async def read_log(db: Path) -> list[str]:
 @pytest.mark.slow
 def test_two_processes_appending_lose_nothing_and_duplicate_nothing(tmp_path: Path) -> None:
     """Every op two concurrent writer processes had acknowledged is in the log exactly once."""
-    db, go = tmp_path / "plans.sqlite3", tmp_path / "go"
-    asyncio.run(fresh_plan(db))
-    writers = {name: spawn(db, name, batches=150, size=2, go=go) for name in ("left", "right")}
-    acks: dict[str, list[tuple[int, list[str]]]] = {}
-    try:
-        for process in writers.values():
-            assert process.stdout is not None
-            assert process.stdout.readline().strip() == "ready"
-        go.touch()
-        for name, process in writers.items():
-            out, err = process.communicate(timeout=120)
-            assert process.returncode == 0, err
-            acks[name] = parse_acks(out.splitlines())
-            assert len(acks[name]) == 150
-    finally:
-        for process in writers.values():
-            process.kill()
-            process.communicate()
 
-    log = asyncio.run(read_log(db))
-    acknowledged = [op_id for name in acks for _, ids in acks[name] for op_id in ids]
-    assert len(log) == len(set(log)) == len(acknowledged) == 2 * 150 * 2
-    assert set(log) == set(acknowledged)
-    positions = {op_id: index for index, op_id in enumerate(log)}
-    for name in acks:
-        mine = [op_id for _, ids in acks[name] for op_id in ids]
-        assert [op_id for op_id in log if op_id.startswith(f"{name}-")] == mine
-        for revision, ids in acks[name]:
-            # A batch is contiguous in the log and ends at the revision its append reported.
-            assert [positions[op_id] for op_id in ids] == list(range(revision - len(ids), revision))
-    writer_of = [op_id.split("-")[0] for op_id in log]
-    switches = sum(1 for a, b in zip(writer_of, writer_of[1:], strict=False) if a != b)
-    assert switches > 2, "the writers never overlapped in time"
+    def fresh(attempt: int) -> tuple[SpawnWriter, Callable[[], list[str]]]:
+        db = tmp_path / f"plans-{attempt}.sqlite3"
+        asyncio.run(fresh_plan(db))
+
+        def spawn_writer(name: str, go: Path) -> subprocess.Popen[str]:
+            return spawn(db, name, batches=150, size=2, go=go)
+
+        return spawn_writer, lambda: asyncio.run(read_log(db))
+
+    race(fresh, tmp_path, batches=150, size=2)
 
 
 @pytest.mark.slow
