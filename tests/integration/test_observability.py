@@ -93,10 +93,14 @@ async def test_prometheus_endpoint_serves_plan_counters_and_sdk_metrics(
         result = await handle.result()
         assert result.outcome == "completed"
         url = f"http://127.0.0.1:{port}/metrics"
+        # The SDK exports on its own cadence, and records a workflow's completion only once
+        # the server acknowledged it: poll until both our counter and the SDK's are there.
         text = ""
-        for _ in range(50):  # the SDK flushes metrics on its own cadence
+        for _ in range(100):
             text = await asyncio.to_thread(lambda: urllib.request.urlopen(url).read().decode())
-            if samples(text, "plan_runs_settled", task_queue):
+            if samples(text, "plan_runs_settled", task_queue) and samples(
+                text, "temporal_workflow_completed", task_queue
+            ):
                 break
             await asyncio.sleep(0.1)
     started = samples(text, "plan_nodes_started", task_queue)
