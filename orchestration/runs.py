@@ -149,7 +149,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     outputs: dict[str, NodeOutput] = {}
     calls: dict[str, FrameRef] = {}
     edges: list[EdgeTakenRecord] = []
-    waiting: dict[str, dict[str, str]] = {}
+    waiting: dict[str, dict[str, _Arrival]] = {}
     halted: dict[str, InterruptionCause] = {}
     entered: dict[str, None] = {}
     memo = _Keys()
@@ -166,7 +166,10 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
             last_snapshot = index
         elif type(event) is NodeSettled:
             frame = event.frame
-            key, bkey = keys.get(id(frame)) or key_of(frame)
+            pair = keys.get(id(frame))
+            if pair is None and frame.kind == "join":
+                pair = memo.merged_frame(frame, waiting.get(frame.node_id))
+            key, bkey = pair or key_of(frame)
             result = event.outcome
             status[key] = _STATUS[result.status]
             if type(result) is OutcomeOk:
@@ -203,7 +206,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 if frame.kind == "call":
                     calls[key] = frame
                 elif frame.kind == "join":
-                    waiting.setdefault(frame.node_id, {})[key] = bkey
+                    waiting.setdefault(frame.node_id, {})[key] = (bkey, frame.branch_id.segments)
             if halted:
                 halted.pop(key, None)
         elif type(event) is RunInterrupted:
@@ -233,6 +236,10 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
         interruption=interruption,
     )
     return FoldDetails(projection=projection, entered=tuple(entered), halted=halted)
+
+
+_Arrival = tuple[str, tuple[EdgeSegment | JoinSegment, ...]]
+"""A join arrival entered and not yet absorbed: its branch key and its route."""
 
 
 class _Keys:
@@ -267,29 +274,59 @@ class _Keys:
         self.by_segment[id(segment)] = token
         return token
 
+    def merged_frame(
+        self, frame: FrameRef, arrivals: Mapping[str, _Arrival] | None
+    ) -> tuple[str, str] | None:
+        """Key a merged join frame from one of its arrivals instead of rendering its route.
+
+        The merged route is the barrier's prefix plus one join segment, and every arrival's
+        route extends that prefix; so the prefix's key is an arrival's key minus the tokens of
+        the few segments after the prefix. ``None`` when no waiting arrival fits (the caller
+        then renders the route).
+        """
+        segments = frame.branch_id.segments
+        if not arrivals or not segments:
+            return None
+        last = segments[-1]
+        if type(last) is not JoinSegment or last.join != frame.node_id:
+            return None
+        cut = len(segments) - 1
+        prefix = segments[:cut]
+        by_segment = self.by_segment
+        for bkey, route in arrivals.values():
+            if len(route) > cut and route[:cut] == prefix:
+                end = len(bkey)
+                for segment in route[cut:]:
+                    end -= len(by_segment.get(id(segment)) or self.token(segment))
+                merged = bkey[:end] + self.token(last)
+                pair = (f"{frame.node_id}:{merged}", merged)
+                self.by_frame[id(frame)] = pair
+                return pair
+        return None
+
     def render_frame(self, frame: FrameRef) -> tuple[str, str]:
         """Render, memoise and return ``(frame key, branch key)``.
 
         Segment tokens are looked up by segment object (every event keeps its segments
-        alive for the whole fold, so ids are stable), which runs in native code; a segment not
-        seen yet is tokenised once.
+        alive for the whole fold, so ids are stable); a segment not seen yet is tokenised once.
+        Only the entry and merged join frames get here (every other frame's key is extended
+        from its source's), and each merged frame brings one join segment not seen before.
         """
         segments = frame.branch_id.segments
-        by_segment = self.by_segment
-        try:
-            bkey = "".join(map(by_segment.__getitem__, map(id, segments)))
-        except KeyError:
-            for segment in segments:
-                if id(segment) not in by_segment:
-                    self.token(segment)
-            bkey = "".join(map(by_segment.__getitem__, map(id, segments)))
+        parts = list(map(self.by_segment.get, map(id, segments)))
+        if None in parts:
+            parts = [part or self.token(segments[i]) for i, part in enumerate(parts)]
+        bkey = "".join(parts)  # type: ignore[arg-type]
         pair = (f"{frame.node_id}:{bkey}", bkey)
         self.by_frame[id(frame)] = pair
         return pair
 
 
 def _absorb_arrivals(
-    frame: FrameRef, bkey: str, waiting: dict[str, dict[str, str]], status: dict[str, FrameStatus]
+    frame: FrameRef,
+    bkey: str,
+    waiting: dict[str, dict[str, _Arrival]],
+    status: dict[str, FrameStatus],
 ) -> None:
     """Mark ``done`` the arrivals a merged join frame settled for (see the module docstring)."""
     segments = frame.branch_id.segments
@@ -300,7 +337,7 @@ def _absorb_arrivals(
     if type(last) is not JoinSegment or last.join != frame.node_id:
         return
     prefix = bkey[: len(bkey) - len(segments_key((last,)))]
-    for key, arrival in list(pending.items()):
+    for key, (arrival, _) in list(pending.items()):
         if arrival.startswith(prefix) and status.get(key) == "running":
             status[key] = "done"
             del pending[key]
