@@ -27,6 +27,7 @@ __all__ = [
     "PLAN_SEARCH_ATTRIBUTES",
     "DevServer",
     "DevServerError",
+    "DevServerExitedError",
     "free_port",
     "temporal_binary",
 ]
@@ -50,6 +51,18 @@ FAST_POLL_FLAGS: tuple[str, ...] = (
 
 class DevServerError(RuntimeError):
     """The dev server could not be found or did not come up."""
+
+
+class DevServerExitedError(DevServerError):
+    """The dev server process ended before it was ready (a port taken, a bad flag, ...)."""
+
+
+START_ATTEMPTS = 3
+"""How often :class:`DevServer` tries fresh ports it chose itself when the server exits early.
+
+A port found free can be taken before the server binds it (by another process, or by one of
+the server's own internal listeners, which bind ports of their own choosing while starting).
+"""
 
 
 def temporal_binary() -> str:
@@ -98,6 +111,7 @@ class DevServer:
     ) -> None:
         self.db_file = db_file
         self.ui = ui
+        self._own_ports = port is None and (ui_port is None or not ui)
         self.port = port or free_port()
         self.ui_port = (ui_port or free_port()) if ui else None
         self.log_file = log_file
@@ -164,13 +178,16 @@ class DevServer:
         last: Exception | None = None
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
-                raise DevServerError(
+                reason = self._fatal_line()
+                raise DevServerExitedError(
                     f"temporal dev server exited with status {self._process.returncode}"
+                    + (f": {reason}" if reason else "")
                     + (f"; see {self.log_file}" if self.log_file else "")
                 )
             try:
-                client = await Client.connect(self.address)
-                await client.count_workflows()
+                # Bounded, so an exit is noticed even while something else holds the port.
+                client = await asyncio.wait_for(Client.connect(self.address), timeout=2.0)
+                await asyncio.wait_for(client.count_workflows(), timeout=2.0)
                 return client
             except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
                 last = exc
@@ -189,14 +206,38 @@ class DevServer:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
 
+    def _fatal_line(self) -> str | None:
+        """The server's last fatal log message, when it logs to a file."""
+        if self.log_file is None or not self.log_file.exists():
+            return None
+        for line in reversed(self.log_file.read_text(errors="replace").splitlines()[-50:]):
+            if '"FATAL"' in line or "address already in use" in line:
+                return line.strip()
+        return None
+
     async def __aenter__(self) -> DevServer:
-        self.start()
-        try:
-            await self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        """Start and wait until ready.
+
+        When every port was chosen here and the process exits before it is ready, start again
+        on fresh ports (up to :data:`START_ATTEMPTS` in all); ports the caller chose are kept,
+        and the error then says why the server stopped.
+        """
+        for attempt in range(1, START_ATTEMPTS + 1):
+            self.start()
+            try:
+                await self.wait_ready()
+            except DevServerExitedError:
+                self.stop()
+                if not self._own_ports or attempt == START_ATTEMPTS:
+                    raise
+                self.port = free_port()
+                self.ui_port = free_port() if self.ui else None
+                continue
+            except BaseException:
+                self.stop()
+                raise
+            return self
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def __aexit__(
         self,
