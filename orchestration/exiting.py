@@ -4,13 +4,16 @@ The SDK's Rust runtime keeps native threads that may still touch the interpreter
 finalises; CPython then aborts with "PyGILState_Release ... finalizing" (exit 134, sdk-python
 issue #300), so a command that did all its work and printed its result would still report a
 crash. Every entry point that may have loaded the runtime (the ``orch`` console script, the
-worker, helper processes) ends through :func:`exit_process`: it flushes what Python buffers
-(standard streams and logging handlers) and then ends the process with the intended status.
-Processes that never loaded the runtime exit normally.
+worker, helper processes) ends through :func:`exit_process`: it runs what a normal exit runs
+first (the ``atexit`` handlers, where OpenTelemetry flushes its last spans and logging closes
+its handlers), flushes the standard streams, and then ends the process with the intended
+status, skipping only the finalisation that can abort. Processes that never loaded the runtime
+exit normally.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -28,6 +31,7 @@ def exit_process(status: int) -> NoReturn:
     """End the process with ``status`` once buffered output is flushed."""
     if not native_runtime_loaded():
         sys.exit(status)
+    atexit._run_exitfuncs()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -8,11 +8,12 @@ import sys
 import pytest
 
 SCRIPT = """
-import logging, sys
+import atexit, logging, sys
 {preamble}
 from orchestration.exiting import exit_process, native_runtime_loaded
 logging.basicConfig(filename=sys.argv[1], level=logging.INFO)
 logging.getLogger("t").info("logged before exit")
+atexit.register(lambda: open(sys.argv[1], "a").write("exit handler ran\\n"))
 print("native" if native_runtime_loaded() else "pure", end="")
 exit_process(int(sys.argv[2]))
 """
@@ -23,7 +24,7 @@ exit_process(int(sys.argv[2]))
     [("import temporalio.bridge.temporal_sdk_bridge", "native"), ("", "pure")],
 )
 @pytest.mark.parametrize("status", [0, 3])
-def test_exit_keeps_status_stdout_and_log(
+def test_exit_keeps_status_stdout_log_and_exit_handlers(
     tmp_path: object, preamble: str, expected: str, status: int
 ) -> None:
     log = f"{tmp_path}/out.log"
@@ -36,4 +37,6 @@ def test_exit_keeps_status_stdout_and_log(
     assert done.returncode == status, done.stderr
     assert done.stdout == expected
     with open(log, encoding="utf-8") as handle:
-        assert "logged before exit" in handle.read()
+        written = handle.read()
+    assert "logged before exit" in written
+    assert "exit handler ran" in written
