@@ -104,6 +104,29 @@ def unique_plan_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+async def wait_until_entered(
+    handle: WorkflowHandle[Any, Any], node_id: str, timeout: float = 30.0
+) -> None:
+    """Poll the run's ``events`` query until ``node_id`` has been entered.
+
+    Tests that act on a run while a call is in flight (stop, cancel) wait for this instead of a
+    fixed sleep, which a loaded machine can outrun.
+    """
+    from orchestration.execution import EventPage
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        page = await handle.query("events", args=[0, 500], result_type=EventPage)
+        if any(
+            e.kind == "node_entered" and e.frame.node_id == node_id  # type: ignore[union-attr]
+            for e in page.events
+        ):
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{node_id} was not entered within {timeout} s")
+        await asyncio.sleep(0.05)
+
+
 async def replay(handle: WorkflowHandle[Any, Any]) -> list[RunEvent]:
     """Replay the run's history in the real sandbox (nondeterminism fails), then rebuild its log."""
     history = await handle.fetch_history()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from .harness import (
     start_run,
     strip_times,
     unique_plan_id,
+    wait_until_entered,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -228,7 +228,7 @@ async def test_operator_stop_lets_the_call_in_flight_settle(
     )
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
         handle = await start_run(client, task_queue, view, {"s": "x"})
-        await asyncio.sleep(0.4)
+        await wait_until_entered(handle, "slow")
         await handle.signal("stop", "enough")
         result = await handle.result()
         page = await handle.query("events", args=[0, 500], result_type=EventPage)
@@ -253,7 +253,7 @@ async def test_cancellation_is_recorded_as_turn_abort(client: Client, task_queue
     )
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
         handle = await start_run(client, task_queue, view, {"s": "x"})
-        await asyncio.sleep(0.4)
+        await wait_until_entered(handle, "slow")
         await handle.cancel()
         with pytest.raises(WorkflowFailureError) as info:
             await handle.result()

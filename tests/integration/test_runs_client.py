@@ -208,7 +208,7 @@ async def test_search_attributes_find_the_run(
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
         await runs.execute(plan_id, {"s": "x"})
     query = f"PlanId = '{plan_id}' AND PlanDigest = '{digest}' AND PlanOutcome = 'completed'"
-    for _ in range(50):
+    for _ in range(300):  # visibility is eventually consistent
         found = [w async for w in client.list_workflows(query)]
         if found:
             break
