@@ -5,10 +5,11 @@ order; where does this edge go; what is this join's fork, its route count, its r
 are answered once here, in view order (node order and edge order are observable in the event
 log, so nothing here ever iterates a set or a hash-ordered map).
 
-A join's facts are derived from the graph, never authored:
+A join's facts are derived from the graph, never authored, by the same analysis freeze uses
+(:func:`orchestration.graph.analyse_join`), so the engine and the validator cannot disagree on
+a diamond:
 
-* its **fork** is its immediate dominator (computed over the plan's topological order, where a
-  node's immediate dominator is the nearest common dominator of its predecessors);
+* its **fork** is its immediate dominator;
 * ``required`` is the number of distinct fork→join routes, parallel edges counted separately;
 * its **region** is the set of nodes strictly after the fork that can still reach the join,
   plus the join itself: a live frame on one of those nodes, on a route extending the barrier's
@@ -21,12 +22,19 @@ no dangling edge, no cycle, unique ids) to stay total, and refuses the rest with
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from orchestration.contracts import BranchVerdict, SelectVerdict
 from orchestration.engine_events import edge_segment, join_segment
 from orchestration.errors import UnrunnablePlanError
+from orchestration.graph import (
+    DominatorTree,
+    PlanGraph,
+    analyse_join,
+    find_cycle,
+    reachable,
+    topological_order,
+)
 from orchestration.routes import EdgeSegment, JoinSegment, segments_key
 from orchestration.types import PlanEdge, PlanNode, RawPlanView
 
@@ -98,7 +106,7 @@ class CompiledPlan:
         self.entry = entries[0]
         self.nodes = nodes
         out_edges: dict[str, list[PlanEdge]] = {node_id: [] for node_id in nodes}
-        in_edges: dict[str, list[PlanEdge]] = {node_id: [] for node_id in nodes}
+        has_incoming: set[str] = set()
         always: dict[str, list[PlanEdge]] = {}
         default: dict[str, list[PlanEdge]] = {}
         error: dict[str, list[PlanEdge]] = {}
@@ -119,7 +127,7 @@ class CompiledPlan:
                     f'edge id "{edge_id}" is used twice; give every edge a unique id'
                 )
             out_edges[origin].append(edge)
-            in_edges[to].append(edge)
+            has_incoming.add(to)
             handled = by_handle.get(edge.handle)
             if handled is not None:
                 handled.setdefault(origin, []).append(edge)
@@ -133,15 +141,24 @@ class CompiledPlan:
         self.edge_target = target
         self.edge_segment = segments
         self.edge_segment_key = tokens
-        if in_edges[self.entry.id]:
+        if self.entry.id in has_incoming:
             raise UnrunnablePlanError(
                 f'the entry node "{self.entry.id}" has incoming edges; nothing may route back '
                 "into the entry"
             )
         self.out_edges = {node_id: tuple(edges) for node_id, edges in out_edges.items()}
-        self.in_edges = {node_id: tuple(edges) for node_id, edges in in_edges.items()}
-        self.order = self._topological_order()
-        self.position = {node_id: i for i, node_id in enumerate(self.order)}
+        self._graph = graph = PlanGraph.from_view(view)
+        order = topological_order(graph)
+        if order is None:
+            closing = find_cycle(graph)
+            stuck = graph.ids[graph.src[closing]] if closing is not None else self.entry.id
+            raise UnrunnablePlanError(
+                f'the plan has a cycle through node "{stuck}"; a plan must be acyclic over '
+                "every handle, error and default included"
+            )
+        self._position = [0] * len(graph)
+        for index, position in enumerate(order):
+            self._position[position] = index
         self.success_edges: dict[str, tuple[PlanEdge, ...]] = {
             node_id: tuple(always.get(node_id) or default.get(node_id) or ()) for node_id in nodes
         }
@@ -150,51 +167,9 @@ class CompiledPlan:
         }
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
-        self._idom: dict[str, str] | None = None
+        self._dominators: DominatorTree | None = None
+        self._live: list[bool] = []
         self._joins: dict[str, JoinFacts] = {}
-
-    def _topological_order(self) -> tuple[str, ...]:
-        """Kahn's algorithm in view order; a leftover node means a cycle."""
-        indegree = {node_id: len(edges) for node_id, edges in self.in_edges.items()}
-        ready = deque(node_id for node_id, n in indegree.items() if n == 0)
-        order: list[str] = []
-        while ready:
-            node_id = ready.popleft()
-            order.append(node_id)
-            for edge in self.out_edges[node_id]:
-                indegree[edge.to] -= 1
-                if indegree[edge.to] == 0:
-                    ready.append(edge.to)
-        if len(order) != len(self.nodes):
-            stuck = next(node_id for node_id in self.nodes if indegree[node_id] > 0)
-            raise UnrunnablePlanError(
-                f'the plan has a cycle through node "{stuck}"; a plan must be acyclic over '
-                "every handle, error and default included"
-            )
-        return tuple(order)
-
-    def _dominators(self) -> dict[str, str]:
-        """Immediate dominators of the nodes the entry reaches (the entry maps to itself)."""
-        idom: dict[str, str] = {self.entry.id: self.entry.id}
-        depth: dict[str, int] = {self.entry.id: 0}
-        for node_id in self.order:
-            if node_id == self.entry.id:
-                continue
-            preds = [e.from_ for e in self.in_edges[node_id] if e.from_ in idom]
-            if not preds:
-                continue
-            common = preds[0]
-            for other in preds[1:]:
-                a, b = common, other
-                while a != b:
-                    if depth[a] >= depth[b]:
-                        a = idom[a]
-                    else:
-                        b = idom[b]
-                common = a
-            idom[node_id] = common
-            depth[node_id] = depth[common] + 1
-        return idom
 
     def verdict_edges(self, node: PlanNode, verdict: object) -> tuple[PlanEdge, ...] | None:
         """The edges a branch or select verdict fires, or ``None`` for a verdict of the wrong kind.
@@ -252,32 +227,26 @@ class CompiledPlan:
         return facts
 
     def _join_facts(self, node_id: str) -> JoinFacts:
-        if self._idom is None:
-            self._idom = self._dominators()
-        fork = self._idom.get(node_id, self.entry.id)
-        # The region: walk back from the join, stopping at the fork (which dominates it).
-        region: dict[str, None] = {node_id: None}
-        stack = [node_id]
-        while stack:
-            current = stack.pop()
-            for edge in self.in_edges[current]:
-                source = edge.from_
-                if source != fork and source not in region:
-                    region[source] = None
-                    stack.append(source)
-        # Routes from the fork: a sum over incoming edges, in topological order.
-        ordered = tuple(sorted(region, key=self.position.__getitem__))
-        routes: dict[str, int] = {fork: 1}
-        for current in ordered:
-            routes[current] = sum(routes.get(e.from_, 0) for e in self.in_edges[current])
-        incoming = tuple(sorted(e.id for e in self.in_edges[node_id]))
+        graph = self._graph
+        if self._dominators is None:
+            entry = graph.index[self.entry.id]
+            self._dominators = DominatorTree(graph, entry)
+            self._live = reachable(graph, [entry])
+        join = graph.index[node_id]
+        shape = analyse_join(graph, join, self._dominators, self._live, self._position)
+        # Unreachable from the entry (no shape): no frame ever arrives, no barrier ever opens.
+        fork = self.entry.id if shape is None else graph.ids[shape.fork]
+        required = 0 if shape is None else shape.routes
+        inside = () if shape is None else tuple(graph.ids[node] for node in shape.region)
+        region_nodes = (*inside, node_id)
+        incoming = tuple(sorted(graph.edge_ids[e] for e in graph.in_edges[join]))
         segment = join_segment(node_id, incoming)
         return JoinFacts(
             node_id=node_id,
             fork=fork,
-            required=routes.get(node_id, 0),
+            required=required,
             segment=segment,
             segment_key=segments_key((segment,)),
-            region=frozenset(region),
-            region_nodes=ordered,
+            region=frozenset(region_nodes),
+            region_nodes=region_nodes,
         )
