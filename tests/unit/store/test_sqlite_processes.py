@@ -2,67 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from orchestration.ops import fold_ops
-from orchestration.store import AppendOk, SqlitePlanStore
-from tests.unit.store._sqlite_writer import op as writer_op
-from tests.unit.store.writer_race import SpawnWriter, parse_acks, race
+from orchestration.store import SqlitePlanStore
+from tests.unit.store.shared_store import StoreProcesses
 
-WRITER = Path(__file__).with_name("_sqlite_writer.py")
-
-
-def spawn(db: Path, writer: str, batches: int, size: int, go: Path | None) -> subprocess.Popen[str]:
-    args = [sys.executable, str(WRITER), str(db), "p", writer, str(batches), str(size)]
-    if go is not None:
-        args.append(str(go))
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-async def fresh_plan(db: Path) -> None:
-    store = SqlitePlanStore(db)
-    await store.create_plan("p")
-    await store.close()
-
-
-async def assert_consistent(store: SqlitePlanStore) -> list[str]:
-    """The stored revision and digest agree with the stored log; returns the log's op ids."""
-    state = await store.read_state("p")
-    ops = await store.read_ops("p")
-    assert state.revision == len(ops)
-    assert state.digest == fold_ops("p", ops, await store.read_provenance("p")).view.digest
-    return [op.op_id for op in ops]
-
-
-async def read_log(db: Path) -> list[str]:
-    store = SqlitePlanStore(db)
-    try:
-        return await assert_consistent(store)
-    finally:
-        await store.close()
+PROCESSES = StoreProcesses(
+    writer=Path(__file__).with_name("_sqlite_writer.py"),
+    open_store=lambda target: SqlitePlanStore(Path(target)),
+)
 
 
 @pytest.mark.slow
 def test_two_processes_appending_lose_nothing_and_duplicate_nothing(tmp_path: Path) -> None:
     """Every op two concurrent writer processes had acknowledged is in the log exactly once."""
-
-    def fresh(attempt: int) -> tuple[SpawnWriter, Callable[[], list[str]]]:
-        db = tmp_path / f"plans-{attempt}.sqlite3"
-        asyncio.run(fresh_plan(db))
-
-        def spawn_writer(name: str, go: Path) -> subprocess.Popen[str]:
-            return spawn(db, name, batches=150, size=2, go=go)
-
-        return spawn_writer, lambda: asyncio.run(read_log(db))
-
-    race(fresh, tmp_path, batches=150, size=2)
+    PROCESSES.race(
+        lambda attempt: str(tmp_path / f"plans-{attempt}.sqlite3"), tmp_path, batches=150, size=2
+    )
 
 
 @pytest.mark.slow
@@ -70,37 +28,4 @@ def test_a_killed_writer_leaves_every_acknowledged_batch_and_no_partial_one(
     tmp_path: Path,
 ) -> None:
     """SIGKILL mid-stream: every acknowledged batch survives, none is half there, writes go on."""
-    db = tmp_path / "plans.sqlite3"
-    size = 3
-    asyncio.run(fresh_plan(db))
-    process = spawn(db, "w", batches=0, size=size, go=None)
-    assert process.stdout is not None
-    acked: list[tuple[int, list[str]]] = []
-    try:
-        assert process.stdout.readline().strip() == "ready"
-        while len(acked) < 40:
-            line = process.stdout.readline()
-            assert line, process.stderr.read() if process.stderr else ""
-            acked.extend(parse_acks([line]))
-        process.send_signal(signal.SIGKILL)
-    finally:
-        process.kill()
-        process.communicate(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-
-    async def reopen() -> None:
-        store = SqlitePlanStore(db)
-        log = await assert_consistent(store)
-        last_acked, _ = acked[-1]
-        assert len(log) >= last_acked
-        assert len(log) % size == 0, "a batch was half written"
-        assert log == [f"w-{n}" for n in range(len(log))]
-        assert [op_id for _, ids in acked for op_id in ids] == log[:last_acked]
-        appended = await store.append_ops(
-            "p", [writer_op("after", 0), writer_op("after", 1)], expected_revision=len(log)
-        )
-        assert isinstance(appended, AppendOk) and appended.revision == len(log) + 2
-        assert (await assert_consistent(store))[-2:] == ["after-0", "after-1"]
-        await store.close()
-
-    asyncio.run(reopen())
+    PROCESSES.kill_mid_stream(str(tmp_path / "plans.sqlite3"))
