@@ -222,22 +222,22 @@ class DevServer:
         on fresh ports (up to :data:`START_ATTEMPTS` in all); ports the caller chose are kept,
         and the error then says why the server stopped.
         """
-        for attempt in range(1, START_ATTEMPTS + 1):
+        attempt = 1
+        while True:
             self.start()
             try:
                 await self.wait_ready()
+                return self
             except DevServerExitedError:
                 self.stop()
-                if not self._own_ports or attempt == START_ATTEMPTS:
+                if not self._own_ports or attempt >= START_ATTEMPTS:
                     raise
-                self.port = free_port()
-                self.ui_port = free_port() if self.ui else None
-                continue
             except BaseException:
                 self.stop()
                 raise
-            return self
-        raise AssertionError("unreachable")  # pragma: no cover
+            attempt += 1
+            self.port = free_port()
+            self.ui_port = free_port() if self.ui else None
 
     async def __aexit__(
         self,

@@ -13,7 +13,13 @@ from temporalio.worker import Replayer
 
 from orchestration.approval import approval_record
 from orchestration.engine import Failed
-from orchestration.execution import PlanRunInput, PlanRunResult, RetrySettings, RunSettings
+from orchestration.execution import (
+    EventPage,
+    PlanRunInput,
+    PlanRunResult,
+    RetrySettings,
+    RunSettings,
+)
 from orchestration.testing import FakeToolbox, run_in_process
 from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import RawPlanView, RunEvent
@@ -112,8 +118,6 @@ async def wait_until_entered(
     Tests that act on a run while a call is in flight (stop, cancel) wait for this instead of a
     fixed sleep, which a loaded machine can outrun.
     """
-    from orchestration.execution import EventPage
-
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         page = await handle.query("events", args=[0, 500], result_type=EventPage)

@@ -1,9 +1,9 @@
 """One store shared by real OS processes: two writers racing, and a writer killed mid-stream.
 
 The SQLite and the PostgreSQL store tests run these same drills through :class:`StoreProcesses`,
-which knows the writer script of a store kind and how to open that store from a target (a file
-path or a DSN). Writers speak one protocol on stdout: ``ready``, then ``ack <revision> <ids>``
-per acknowledged batch.
+which knows a store kind and how to open that store from a target (a file path or a DSN). The
+writers are ``_writer.py`` processes; they speak one protocol on stdout: ``ready``, then
+``ack <revision> <ids>`` per acknowledged batch.
 
 What must hold in the race, on every attempt: each acknowledged op is in the log exactly once,
 each writer's ops keep its order, and each batch is contiguous and ends at the revision its
@@ -24,9 +24,10 @@ from pathlib import Path
 
 from orchestration.ops import fold_ops
 from orchestration.store import AppendOk, PlanStore
-from tests.unit.store._sqlite_writer import op as writer_op
+from tests.unit.store._writer import op as writer_op
 
 Acks = list[tuple[int, list[str]]]
+WRITER = Path(__file__).with_name("_writer.py")
 
 
 def parse_acks(lines: list[str]) -> Acks:
@@ -70,19 +71,19 @@ class StoreProcesses:
     """The drills for one store kind.
 
     Attributes:
-        writer: The writer script (``python WRITER TARGET PLAN NAME BATCHES SIZE [GO_FILE]``).
-        open_store: Opens the store a target names.
+        kind: ``sqlite`` or ``postgres``: the store ``_writer.py`` opens.
+        open_store: Opens the store a target names, in this process.
 
     """
 
-    writer: Path
+    kind: str
     open_store: Callable[[str], PlanStore]
 
     def spawn(
         self, target: str, name: str, batches: int, size: int, go: Path | None
     ) -> subprocess.Popen[str]:
         """Start writer ``name``; ``batches`` 0 writes until killed; ``go`` holds it at ready."""
-        args = [sys.executable, str(self.writer), target, "p", name, str(batches), str(size)]
+        args = [sys.executable, str(WRITER), self.kind, target, "p", name, str(batches), str(size)]
         if go is not None:
             args.append(str(go))
         return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -11,7 +11,7 @@ from tests.postgres_cluster import PostgresCluster
 from tests.unit.store.shared_store import StoreProcesses
 
 PROCESSES = StoreProcesses(
-    writer=Path(__file__).with_name("_postgres_writer.py"),
+    kind="postgres",
     open_store=PostgresPlanStore,
 )
 

@@ -10,7 +10,7 @@ from orchestration.store import SqlitePlanStore
 from tests.unit.store.shared_store import StoreProcesses
 
 PROCESSES = StoreProcesses(
-    writer=Path(__file__).with_name("_sqlite_writer.py"),
+    kind="sqlite",
     open_store=lambda target: SqlitePlanStore(Path(target)),
 )
 

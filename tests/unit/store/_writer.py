@@ -1,6 +1,7 @@
-"""A separate OS process appending to a SqlitePlanStore, for the multi-process store tests.
+"""A separate OS process appending to a shared plan store, for the multi-process store tests.
 
-Usage: ``python _sqlite_writer.py DB PLAN WRITER BATCHES SIZE [GO_FILE]``.
+Usage: ``python _writer.py sqlite|postgres TARGET PLAN WRITER BATCHES SIZE [GO_FILE]``, where
+TARGET is the SQLite file or the PostgreSQL DSN.
 
 Appends ``BATCHES`` batches (``0``: until killed) of ``SIZE`` ops with ids
 ``<WRITER>-<n>``; every other batch is a compare-and-set append (read the revision, append
@@ -17,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from orchestration.store import AppendOk, AppendRefused, SqlitePlanStore
+from orchestration.store import AppendOk, AppendRefused, PlanStore, SqlitePlanStore
 from orchestration.types import AddNodeOp, CallDefinition, CallNode, PlanOp
 
 
@@ -32,8 +33,19 @@ def op(writer: str, n: int) -> PlanOp:
     )
 
 
-async def main(db: str, plan_id: str, writer: str, batches: int, size: int, go: str) -> None:
-    store = SqlitePlanStore(db)
+def open_store(kind: str, target: str) -> PlanStore:
+    """The store a writer appends to; a PostgreSQL writer holds one connection, like a host."""
+    if kind == "sqlite":
+        return SqlitePlanStore(target)
+    from orchestration.store.postgres import PostgresPlanStore
+
+    return PostgresPlanStore(target, max_size=1)
+
+
+async def main(
+    kind: str, target: str, plan_id: str, writer: str, batches: int, size: int, go: str
+) -> None:
+    store = open_store(kind, target)
     await store.read_state(plan_id)
     print("ready", flush=True)
     if go:
@@ -53,13 +65,13 @@ async def main(db: str, plan_id: str, writer: str, batches: int, size: int, go: 
             assert isinstance(result, AppendRefused) and result.reason == "revision_moved", result
         ids = ",".join(o.op_id for o in batch)
         print(f"ack {result.revision} {ids}", flush=True)
-        # A writer that never pauses starves the other: SQLite's busy handler polls with
-        # growing sleeps and keeps missing the moment the lock is free.
+        # A writer that never pauses starves the other (SQLite's busy handler polls with
+        # growing sleeps and keeps missing the moment the lock is free).
         await asyncio.sleep(0.001)
     await store.close()
 
 
 if __name__ == "__main__":
-    db, plan_id, writer, batches, size = sys.argv[1:6]
-    go = sys.argv[6] if len(sys.argv) > 6 else ""
-    asyncio.run(main(db, plan_id, writer, int(batches), int(size), go))
+    kind, target, plan_id, writer, batches, size = sys.argv[1:7]
+    go = sys.argv[7] if len(sys.argv) > 7 else ""
+    asyncio.run(main(kind, target, plan_id, writer, int(batches), int(size), go))
