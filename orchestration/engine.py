@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 from pydantic import ValidationError
 
@@ -63,8 +63,9 @@ from orchestration.engine_events import (
     node_settled,
     outcome_ok,
     output_item,
+    pending_frame,
 )
-from orchestration.engine_plan import CompiledPlan
+from orchestration.engine_plan import CompiledPlan, Hop
 from orchestration.engine_state import Barrier, Frame
 from orchestration.engine_types import (
     Decided,
@@ -82,7 +83,6 @@ from orchestration.runs import FrameStatus, Outcome, fold_run_details, node_stat
 from orchestration.tables import Table
 from orchestration.types import (
     ArtifactHandle,
-    BranchNode,
     BudgetExhausted,
     CallNode,
     EdgeTakenRecord,
@@ -112,7 +112,6 @@ from orchestration.types import (
     RunProjection,
     RunSettled,
     RunStarted,
-    SelectNode,
     TransformNode,
 )
 
@@ -138,6 +137,9 @@ _HALTING = frozenset(
 _EMPTY_OUTPUTS: Table[NodeOutput] = Table()
 _EMPTY_ARTIFACTS: Table[ArtifactHandle] = Table()
 _ACTIVITY_KINDS = ("call", "reason", "transform")
+_dispatch = tuple.__new__
+"""Builds a ``Dispatch`` from all its fields at once (the named tuple's own ``__new__`` is a
+Python-level wrapper around this)."""
 
 
 def indeterminate_action(node: PlanNode) -> Literal["retry", "skip", "halt"]:
@@ -207,7 +209,9 @@ class RunEngine:
         self._window = max(1, min(plan.max_concurrent, max_in_flight))
         self._log: list[RunEvent] = []
         self._live: dict[str, Frame] = {}
+        # Live frames a snapshot listed (by key, in creation order), and those created since.
         self._pending: dict[str, PendingFrame] = {}
+        self._fresh: list[Frame] = []
         self._queue: deque[Frame] = deque()
         self._running: dict[str, Frame] = {}
         self._halted: dict[str, InterruptionCause] = {}
@@ -372,6 +376,7 @@ class RunEngine:
             f"{ref.node_id}:{bkey}",
             bkey,
             ref,
+            ref.branch_id.segments,
             node,
             Table.of(pending.outputs),
             Table.of(pending.artifacts),
@@ -491,9 +496,7 @@ class RunEngine:
 
     def frontier(self) -> Frontier:
         """Live frames (queued and in flight, in creation order) and open barriers."""
-        return Frontier.model_construct(
-            frames=tuple(self._pending.values()), joins=self._barrier_states()
-        )
+        return Frontier.model_construct(frames=self._pending_frames(), joins=self._barrier_states())
 
     def projection(self) -> RunProjection:
         """The engine's own account of the run; equals ``fold_run`` of its events."""
@@ -533,33 +536,43 @@ class RunEngine:
         handed out. Nothing is handed out while the run is ending or a frame is halted.
         """
         out: list[Dispatch] = []
-        if self.done or self._draining is not None or self._halted:
+        if self._outcome != "running" or self._draining is not None or self._halted:
             self._after(at)
             return out
         queue = self._queue
         running = self._running
         window = self._window
         max_steps = self._plan.max_steps
+        log = self._log
+        status = self._status
+        # Nothing is halted while this loop runs (it returned above otherwise, and only the
+        # host halts a frame), so entering a frame has no halt to clear.
         while queue and len(running) < window:
-            if self._steps >= max_steps and not queue[0].reentry:
-                self._begin_end(BudgetExhausted(settled=self._steps))
-                break
-            frame = queue.popleft()
+            frame = queue[0]
             if frame.reentry:
                 frame.reentry = False
+            elif self._steps >= max_steps:
+                self._begin_end(BudgetExhausted(settled=self._steps))
+                break
             else:
                 self._steps += 1
-            self._enter(frame, at)
-            if frame.node.kind == "join":
+            queue.popleft()
+            key = frame.key
+            log.append(node_entered(frame.ref, at))
+            if key not in status:
+                status[key] = "running"
+                if frame.kind == "call":
+                    self._calls[key] = frame.ref
+            if frame.kind == "join":
                 self._arrive(frame, at)
             else:
                 dispatch = self._dispatch_for(frame)
-                if isinstance(dispatch, Dispatch):
+                if type(dispatch) is Dispatch:
                     frame.dispatch = dispatch
-                    running[frame.key] = frame
+                    running[key] = frame
                     out.append(dispatch)
                 else:
-                    self._fail(frame, dispatch, at)
+                    self._fail(frame, cast(Failed, dispatch), at)
             if self._unreachable:
                 self._check_barriers()
             if self._draining is not None:
@@ -580,31 +593,34 @@ class RunEngine:
             EngineStateError: the frame is not in flight, or the result does not fit its kind.
 
         """
-        frame = self._running.get(key)
-        if frame is None or self.done:
+        running = self._running
+        frame = running.get(key)
+        if frame is None or self._outcome != "running":
             raise EngineStateError(
                 f'frame "{key}" is not in flight; settle each frame ready() or retry() handed '
                 "out exactly once"
             )
-        kind = frame.node.kind
+        kind = frame.kind
         result_type = type(result)
         if result_type is Succeeded:
-            assert isinstance(result, Succeeded)
-            self._expect(kind in _ACTIVITY_KINDS, key, "Succeeded", kind)
-            self._release(frame)
-            self._succeed(frame, result, at)
+            if kind not in _ACTIVITY_KINDS:
+                self._refuse(key, "Succeeded", kind)
+            del running[key]
+            if self._recovered:
+                self._recovered.pop(key, None)
+            self._succeed(frame, cast(Succeeded, result), at)
         elif result_type is Decided:
-            assert isinstance(result, Decided)
-            self._expect(kind in ("branch", "select"), key, "Decided", kind)
-            self._release(frame)
-            self._decide(frame, result, at)
+            if kind != "branch" and kind != "select":
+                self._refuse(key, "Decided", kind)
+            self._release(key)
+            self._decide(frame, cast(Decided, result), at)
         elif result_type is Failed:
-            assert isinstance(result, Failed)
-            self._release(frame)
-            self._fail(frame, result, at)
+            self._release(key)
+            self._fail(frame, cast(Failed, result), at)
         elif result_type is Skipped:
-            self._expect(kind in _ACTIVITY_KINDS, key, "Skipped", kind)
-            self._release(frame)
+            if kind not in _ACTIVITY_KINDS:
+                self._refuse(key, "Skipped", kind)
+            self._release(key)
             self._skip(frame, at)
         else:
             raise EngineStateError(
@@ -613,7 +629,8 @@ class RunEngine:
             )
         if self._unreachable:
             self._check_barriers()
-        self._after(at)
+        if not running or self._draining is not None:
+            self._after(at)
 
     def retry(self, key: str, at: str) -> Dispatch:
         """Hand an in-flight frame out again.
@@ -698,7 +715,26 @@ class RunEngine:
 
     def _snapshot_event(self, at: str) -> FrontierSnapshot:
         self._snapshot_version = self._joins_version
-        return frontier_snapshot(tuple(self._pending.values()), self._barrier_states(), at)
+        return frontier_snapshot(self._pending_frames(), self._barrier_states(), at)
+
+    def _pending_frames(self) -> tuple[PendingFrame, ...]:
+        """The live frames as snapshots list them, in creation order.
+
+        A frame's ``PendingFrame`` is built the first time a snapshot includes it: snapshots
+        follow barrier changes, and most frames settle before one is taken. Frames created
+        since the last snapshot are all newer than the ones it listed, so appending the
+        survivors keeps creation order.
+        """
+        fresh = self._fresh
+        if fresh:
+            live, pending = self._live, self._pending
+            for frame in fresh:
+                if live.get(frame.key) is frame:
+                    frame.pending = pending[frame.key] = pending_frame(
+                        frame.ref, frame.outputs, frame.artifacts
+                    )
+            fresh.clear()
+        return tuple(self._pending.values())
 
     def _barrier_states(self) -> tuple[JoinState, ...]:
         states = self._join_states
@@ -708,62 +744,52 @@ class RunEngine:
 
     def _add_live(self, frame: Frame) -> None:
         self._live[frame.key] = frame
-        self._pending[frame.key] = frame.pending
+        if frame.pending is None:
+            self._fresh.append(frame)
+        else:
+            self._pending[frame.key] = frame.pending
         watchers = self._watch.get(frame.node_id)
         if watchers:
-            for barrier in watchers:
-                if frame.bkey.startswith(barrier.prefix_key):
-                    barrier.live += 1
-                    self._unreachable.pop(barrier.key, None)
+            self._watched(frame, watchers, 1)
 
     def _remove_live(self, frame: Frame) -> None:
         if self._live.pop(frame.key, None) is None:
             return
-        del self._pending[frame.key]
+        if self._pending:
+            self._pending.pop(frame.key, None)
         watchers = self._watch.get(frame.node_id)
         if watchers:
-            for barrier in watchers:
-                if frame.bkey.startswith(barrier.prefix_key):
-                    barrier.live -= 1
-                    if barrier.live <= 0:
-                        self._unreachable[barrier.key] = barrier
+            self._watched(frame, watchers, -1)
 
-    def _release(self, frame: Frame) -> None:
-        del self._running[frame.key]
-        self._recovered.pop(frame.key, None)
+    def _watched(self, frame: Frame, watchers: list[Barrier], change: int) -> None:
+        """A live frame on a watched node came (+1) or went (-1): adjust its barriers' counts."""
+        bkey = frame.bkey
+        for barrier in watchers:
+            if bkey.startswith(barrier.prefix_key):
+                barrier.live += change
+                if barrier.live <= 0:
+                    self._unreachable[barrier.key] = barrier
+                else:
+                    self._unreachable.pop(barrier.key, None)
+
+    def _release(self, key: str) -> None:
+        del self._running[key]
+        if self._recovered:
+            self._recovered.pop(key, None)
 
     def _enter(self, frame: Frame, at: str) -> None:
         self._record(node_entered(frame.ref, at))
         if frame.key not in self._status:
             self._status[frame.key] = "running"
-            if frame.node.kind == "call":
+            if frame.kind == "call":
                 self._calls[frame.key] = frame.ref
         self._halted.pop(frame.key, None)
-
-    def _spawn(
-        self,
-        parent: Frame,
-        edge: PlanEdge,
-        outputs: Table[NodeOutput],
-        artifacts: Table[ArtifactHandle],
-    ) -> Frame:
-        plan = self._plan
-        edge_id = edge.id
-        target_id = edge.to
-        target = plan.nodes[target_id]
-        bkey = parent.bkey + plan.edge_segment_key[edge_id]
-        route = branch_id(parent.segments + (plan.edge_segment[edge_id],))
-        ref = frame_ref(target_id, target.kind, route, edge_id)
-        child = Frame(f"{target_id}:{bkey}", bkey, ref, target, outputs, artifacts)
-        self._add_live(child)
-        self._queue.append(child)
-        return child
 
     def _run_entry(self, run_input: dict[str, Any], at: str, *, count_step: bool) -> None:
         entry = self._plan.entry
         route = branch_id(())
         ref = frame_ref(entry.id, "entry", route, None)
-        frame = Frame(f"{entry.id}:", "", ref, entry, _EMPTY_OUTPUTS, _EMPTY_ARTIFACTS)
+        frame = Frame(f"{entry.id}:", "", ref, (), entry, _EMPTY_OUTPUTS, _EMPTY_ARTIFACTS)
         if count_step:
             self._steps += 1
         self._enter(frame, at)
@@ -778,30 +804,40 @@ class RunEngine:
     def _dispatch_for(self, frame: Frame) -> Dispatch | Failed:
         """The dispatch of a frame, or the failure that settles it without running."""
         node = frame.node
-        if isinstance(node, CallNode):
-            definition = node.definition
+        kind = frame.kind
+        if kind == "call":
+            definition = cast(CallNode, node).definition
             try:
                 args = resolve_args(
                     definition.args, frame.outputs, definition.on_missing_value or "fail"
                 )
             except MissingValue as missing:
                 return Failed("MissingValueError", missing.message)
-            return Dispatch(frame.key, frame.ref, node, args=args, attempt=frame.attempt)
-        if isinstance(node, BranchNode | SelectNode):
+            return _dispatch(
+                Dispatch, (frame.key, frame.ref, node, args, (), None, None, frame.attempt)
+            )
+        if kind == "branch" or kind == "select":
             context = PredicateContext(outputs=frame.outputs, frame=frame.ref)
-            return Dispatch(frame.key, frame.ref, node, context=context, attempt=frame.attempt)
-        if isinstance(node, ReasonNode):
-            parts = resolve_prompt(node.definition.prompt, frame.outputs)
-            return Dispatch(frame.key, frame.ref, node, prompt_parts=parts, attempt=frame.attempt)
-        if isinstance(node, TransformNode):
-            source = output_for(node.definition.source, frame.artifacts)
+            return _dispatch(
+                Dispatch, (frame.key, frame.ref, node, None, (), None, context, frame.attempt)
+            )
+        if kind == "reason":
+            parts = resolve_prompt(cast(ReasonNode, node).definition.prompt, frame.outputs)
+            return _dispatch(
+                Dispatch, (frame.key, frame.ref, node, None, parts, None, None, frame.attempt)
+            )
+        if kind == "transform":
+            reads = cast(TransformNode, node).definition.source
+            source = output_for(reads, frame.artifacts)
             if source is None:
                 return Failed(
                     "MissingArtifactError",
-                    f'transform source "{node.definition.source.node}" has no artifact on this '
+                    f'transform source "{reads.node}" has no artifact on this '
                     "route; read the output of a call whose tool returns an artifact",
                 )
-            return Dispatch(frame.key, frame.ref, node, source=source, attempt=frame.attempt)
+            return _dispatch(
+                Dispatch, (frame.key, frame.ref, node, None, (), source, None, frame.attempt)
+            )
         return Failed(
             "UnrunnableNodeError", f'node "{node.id}" of kind {node.kind} cannot be run here'
         )
@@ -811,44 +847,47 @@ class RunEngine:
     # ------------------------------------------------------------------------------------
 
     @staticmethod
-    def _expect(ok: bool, key: str, result: str, kind: str) -> None:
-        if not ok:
-            raise EngineStateError(f'{result} does not settle frame "{key}" of a {kind} node')
+    def _refuse(key: str, result: str, kind: str) -> NoReturn:
+        raise EngineStateError(f'{result} does not settle frame "{key}" of a {kind} node')
 
     def _succeed(self, frame: Frame, result: Succeeded, at: str) -> None:
         items = result.items
-        if not all(type(item) is OutputItem for item in items):
-            try:
-                items = tuple(
-                    item if type(item) is OutputItem else OutputItem(json_=item) for item in items
-                )
-            except (ValidationError, UnencodableValueError, TypeError) as exc:
-                self._fail(
-                    frame,
-                    Failed(
-                        "UnencodableValueError",
-                        f"the result of {frame.node_id} is not an encodable list of field maps: "
-                        f"{exc}",
-                    ),
-                    at,
-                )
-                return
-        output = node_output(cast(tuple[OutputItem, ...], tuple(items)), frame.ref.branch_id)
+        for item in items:
+            if type(item) is not OutputItem:
+                try:
+                    items = tuple(
+                        item if type(item) is OutputItem else OutputItem(json_=item)
+                        for item in items
+                    )
+                except (ValidationError, UnencodableValueError, TypeError) as exc:
+                    self._fail(
+                        frame,
+                        Failed(
+                            "UnencodableValueError",
+                            f"the result of {frame.node_id} is not an encodable list of field "
+                            f"maps: {exc}",
+                        ),
+                        at,
+                    )
+                    return
+                break
+        output = node_output(cast(tuple[OutputItem, ...], items), frame.ref.branch_id)
         self._settle_ok(frame, output, result.artifact, at)
 
     def _settle_ok(
         self, frame: Frame, output: NodeOutput, artifact: ArtifactHandle | None, at: str
     ) -> None:
-        outputs = frame.outputs.set(frame.key, output)
+        key = frame.key
+        outputs = frame.outputs.set(key, output, frame.node_id)
         artifacts = frame.artifacts
         if artifact is not None:
-            artifacts = artifacts.set(frame.key, artifact)
-        self._outputs[frame.key] = output
+            artifacts = artifacts.set(key, artifact, frame.node_id)
+        self._outputs[key] = output
         self._close_frame(
             frame,
             "done",
             outcome_ok(output),
-            self._plan.success_edges[frame.node_id],
+            self._plan.success_hops.get(frame.node_id, ()),
             outputs,
             artifacts,
             None,
@@ -857,8 +896,8 @@ class RunEngine:
 
     def _decide(self, frame: Frame, result: Decided, at: str) -> None:
         node = frame.node
-        edges = self._plan.verdict_edges(node, result.verdict)
-        if edges is None:
+        hops = self._plan.verdict_hops(node, result.verdict)
+        if hops is None:
             self._fail(
                 frame,
                 Failed(
@@ -869,15 +908,17 @@ class RunEngine:
                 at,
             )
             return
-        try:
-            evidence = validate_value(result.evidence)
-        except UnencodableValueError as exc:
-            self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
-            return
+        evidence = result.evidence
+        if evidence is not None:
+            try:
+                evidence = validate_value(evidence)
+            except UnencodableValueError as exc:
+                self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
+                return
         output = node_output((), frame.ref.branch_id)
         self._outputs[frame.key] = output
         self._close_frame(
-            frame, "done", outcome_ok(output), edges, frame.outputs, frame.artifacts, evidence, at
+            frame, "done", outcome_ok(output), hops, frame.outputs, frame.artifacts, evidence, at
         )
 
     def _skip(self, frame: Frame, at: str) -> None:
@@ -885,7 +926,7 @@ class RunEngine:
             frame,
             "skipped",
             OutcomeSkipped(),
-            self._plan.success_edges[frame.node_id],
+            self._plan.success_hops.get(frame.node_id, ()),
             frame.outputs,
             frame.artifacts,
             None,
@@ -894,21 +935,13 @@ class RunEngine:
 
     def _fail(self, frame: Frame, failure: Failed, at: str) -> None:
         error = ErrorInfo(name=failure.name, message=failure.message)
-        edges = self._plan.error_edges[frame.node_id]
-        if edges:
-            self._close_frame(
-                frame,
-                "failed",
-                OutcomeFailed(handled=True, error=error),
-                edges,
-                frame.outputs,
-                frame.artifacts,
-                None,
-                at,
-            )
+        hops = self._plan.error_hops.get(frame.node_id, ())
+        # An error edge takes the failure; without one the batch is the settlement alone (no
+        # edge fires, and no barrier changed since the last snapshot), and the run ends.
+        outcome = OutcomeFailed(handled=bool(hops), error=error)
+        self._close_frame(frame, "failed", outcome, hops, frame.outputs, frame.artifacts, None, at)
+        if hops:
             return
-        self._record(node_settled(frame.ref, OutcomeFailed(handled=False, error=error), at))
-        self._settled(frame, "failed")
         cause: InterruptionCause
         if failure.kind == "predicate":
             cause = PredicateUnevaluatable(node_id=frame.node_id)
@@ -918,38 +951,69 @@ class RunEngine:
             cause = NodeFailed(node_id=frame.node_id)
         self._begin_end(cause)
 
-    def _settled(self, frame: Frame, status: FrameStatus) -> None:
-        self._status[frame.key] = status
-        self._calls.pop(frame.key, None)
-        self._halted.pop(frame.key, None)
-        self._remove_live(frame)
-
     def _close_frame(
         self,
         frame: Frame,
         status: FrameStatus,
         outcome: Any,
-        edges: Sequence[PlanEdge],
+        hops: Sequence[Hop],
         outputs: Table[NodeOutput],
         artifacts: Table[ArtifactHandle],
         evidence: Any,
         at: str,
     ) -> None:
-        """One settlement batch: ``node_settled``, ``edge_taken`` per fired edge, snapshot."""
+        """One settlement batch: ``node_settled``, ``edge_taken`` per fired edge, snapshot.
+
+        Each fired edge spawns its successor frame here (inline: this loop runs once per
+        edge of the run), sharing ``outputs`` and ``artifacts`` with its siblings.
+        """
         ref = frame.ref
         log = self._log
         log.append(node_settled(ref, outcome, at))
-        self._settled(frame, status)
-        if edges:
+        key = frame.key
+        self._status[key] = status
+        if frame.kind == "call":
+            self._calls.pop(key, None)
+        if self._halted:
+            self._halted.pop(key, None)
+        if self._live.pop(key, None) is not None:
+            if self._pending:
+                self._pending.pop(key, None)
+            watchers = self._watch.get(frame.node_id)
+            if watchers:
+                self._watched(frame, watchers, -1)
+        if hops:
+            live = self._live
+            watch = self._watch
+            fresh = self._fresh
+            queue = self._queue
             fired = self._edges
-            for edge in edges:
-                child = self._spawn(frame, edge, outputs, artifacts)
+            bkey = frame.bkey
+            segments = frame.segments
+            for hop in hops:
+                child_bkey = bkey + hop.token
+                child_segments = (*segments, hop.segment)
+                target = hop.target
+                child_ref = frame_ref(
+                    hop.target_id, target.kind, branch_id(child_segments), hop.edge_id
+                )
+                child_key = hop.head + child_bkey
+                child = Frame(
+                    child_key, child_bkey, child_ref, child_segments, target, outputs, artifacts
+                )
+                live[child_key] = child
+                fresh.append(child)
+                if watch:
+                    watchers = watch.get(hop.target_id)
+                    if watchers:
+                        self._watched(child, watchers, 1)
+                queue.append(child)
                 log.append(
                     edge_taken(
-                        edge.id, edge.handle, ref, child.ref, outputs, artifacts, evidence, at
+                        hop.edge_id, hop.handle, ref, child_ref, outputs, artifacts, evidence, at
                     )
                 )
-                fired.append(edge if evidence is None else (edge, evidence))
+                fired.append(hop.edge if evidence is None else (hop.edge, evidence))
         if self._joins_version != self._snapshot_version:
             # Frames need no snapshot (the fold advances them from node_settled and
             # edge_taken); barriers do, so a snapshot closes a batch only when one changed.
@@ -962,8 +1026,13 @@ class RunEngine:
     def _arrive(self, frame: Frame, at: str) -> None:
         """A frame reached its join: add it to its barrier; close it or park it."""
         facts = self._plan.join(frame.node_id)
-        segments = frame.ref.branch_id.segments
-        cut, key_length = self._plan.cut_at_fork(segments, frame.bkey, facts.fork)
+        segments = frame.segments
+        edge_id = frame.ref.via_edge_id or ""
+        tail = facts.tails.get(edge_id)
+        if tail is None or tail[0] > len(segments):
+            cut, key_length = self._plan.cut_at_fork(segments, frame.bkey, facts.fork)
+        else:
+            cut, key_length = len(segments) - tail[0], len(frame.bkey) - tail[1]
         prefix_key = frame.bkey[:key_length]
         correlation = f"{frame.node_id}@{prefix_key}"
         self._remove_live(frame)
@@ -971,7 +1040,6 @@ class RunEngine:
         if barrier is None:
             barrier = Barrier(facts, correlation, segments[:cut], prefix_key)
             self._open_barrier(barrier)
-        edge_id = frame.ref.via_edge_id or ""
         arrival = join_arrival(frame.ref.branch_id, edge_id, frame.outputs, frame.artifacts)
         barrier.add(arrival, frame.bkey, frame.key)
         self._invalidate_joins()
@@ -990,7 +1058,13 @@ class RunEngine:
         ref = frame_ref(facts.node_id, "join", route, completing.ref.via_edge_id)
         rows = sorted(zip((a.edge_id for a in barrier.arrivals), barrier.bkeys, strict=True))
         items = tuple(
-            output_item({"via": via, "from": plan.edge_source.get(via, ""), "branch": b})
+            output_item(
+                {
+                    "via": via,
+                    "from": plan.hops[via].edge.from_ if via in plan.hops else "",
+                    "branch": b,
+                }
+            )
             for via, b in rows
         )
         outputs: Table[NodeOutput] = Table.union([a.outputs for a in barrier.arrivals])
@@ -998,12 +1072,24 @@ class RunEngine:
         for key in barrier.frame_keys:
             if self._status.get(key) == "running":
                 self._status[key] = "done"
-        merged = Frame(f"{facts.node_id}:{bkey}", bkey, ref, completing.node, outputs, artifacts)
+        merged = Frame(
+            f"{facts.node_id}:{bkey}",
+            bkey,
+            ref,
+            route.segments,
+            completing.node,
+            outputs,
+            artifacts,
+        )
         self._settle_ok(merged, node_output(items, route), None, at)
 
     def _open_barrier(self, barrier: Barrier) -> None:
         """Open a barrier: count the live frames that may still arrive, and watch its region."""
-        barrier.live = sum(1 for f in self._live.values() if barrier.reachable_by(f))
+        region = barrier.facts.region
+        prefix = barrier.prefix_key
+        barrier.live = sum(
+            1 for f in self._live.values() if f.node_id in region and f.bkey.startswith(prefix)
+        )
         self._barriers[barrier.key] = barrier
         for node_id in barrier.facts.region_nodes:
             self._watch.setdefault(node_id, []).append(barrier)

@@ -7,6 +7,10 @@ frontier snapshot). These builders skip validation and fill the instance exactly
 own ``model_construct`` does (``__dict__`` with every field, the set of fields, no extra, no
 private state), only without its per-call bookkeeping.
 
+Each builder is one generated function (the way ``dataclasses`` generates ``__init__``): a
+helper shared by all of them would cost a second Python call per model, and building models is
+most of what a settlement does.
+
 The invariant they rely on: **every argument is already a valid value of its field**, because it
 was built by a validated model, by another builder here, or checked at the engine's boundary
 (``settle`` validates a host's items before any of them reaches a builder). A unit test pins
@@ -15,6 +19,7 @@ that each builder yields an object equal to, and serialising exactly like, the v
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -55,174 +60,147 @@ __all__ = [
 
 M = TypeVar("M", bound=BaseModel)
 
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _fields(cls: type[BaseModel]) -> set[str]:
-    # One shared set per class: pydantic copies it before any in-place update (model_copy),
-    # and a frozen model never updates it, so sharing is safe.
-    return set(cls.model_fields)
-
-
 # The slot setters of pydantic's own instance layout (the four ``BaseModel.__slots__``).
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_SLOTS = {
+    "_new": object.__new__,
+    "_set": object.__setattr__,
+    "_set_fields_set": BaseModel.__dict__["__pydantic_fields_set__"].__set__,
+    "_set_extra": BaseModel.__dict__["__pydantic_extra__"].__set__,
+    "_set_private": BaseModel.__dict__["__pydantic_private__"].__set__,
+}
 
 
-def _make(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
-    obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set_fields_set(obj, fields_set)
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+def _builder(cls: type[M], params: str, fields: dict[str, str]) -> Any:
+    """Compile ``(params) -> cls`` filling each field from a parameter or a constant.
 
-
-_BRANCH = _fields(BranchId)
-_EDGE_SEGMENT = _fields(EdgeSegment)
-_JOIN_SEGMENT = _fields(JoinSegment)
-_FRAME = _fields(FrameRef)
-_PENDING = _fields(PendingFrame)
-_OUTPUT = _fields(NodeOutput)
-_ITEM = _fields(OutputItem)
-_OK = _fields(OutcomeOk)
-_ENTERED = _fields(NodeEntered)
-_SETTLED = _fields(NodeSettled)
-_EDGE = _fields(EdgeTaken)
-_SNAPSHOT = _fields(FrontierSnapshot)
-_RECORD = _fields(EdgeTakenRecord)
-_ARRIVAL = _fields(JoinArrival)
-_JOIN = _fields(JoinState)
-
-
-def edge_segment(edge: str) -> EdgeSegment:
-    """A route segment for one edge id."""
-    return _make(EdgeSegment, {"edge": edge}, _EDGE_SEGMENT)
-
-
-def join_segment(join: str, of: tuple[str, ...]) -> JoinSegment:
-    """A route segment for a closed barrier: the join and its sorted incoming edge ids."""
-    return _make(JoinSegment, {"join": join, "of": of}, _JOIN_SEGMENT)
-
-
-def branch_id(segments: tuple[EdgeSegment | JoinSegment, ...]) -> BranchId:
-    """A route from segments that are already segment models."""
-    return _make(BranchId, {"segments": segments}, _BRANCH)
-
-
-def frame_ref(node_id: str, kind: str, branch: BranchId, via_edge_id: str | None) -> FrameRef:
-    """One execution of one node."""
-    return _make(
-        FrameRef,
-        {"node_id": node_id, "kind": kind, "branch_id": branch, "via_edge_id": via_edge_id},
-        _FRAME,
+    ``fields`` maps every model field (Python name) to the expression that fills it; every
+    field must be there, as ``model_construct`` would fill them all.
+    """
+    if set(fields) != set(cls.model_fields):
+        raise TypeError(f"a {cls.__name__} builder must fill exactly {list(cls.model_fields)}")
+    # In field order, as validation fills ``__dict__`` (``repr`` shows that order).
+    values = ", ".join(f"{name!r}: {fields[name]}" for name in cls.model_fields)
+    source = (
+        f"def build({params}):\n"
+        "    obj = _new(cls)\n"
+        f"    _set(obj, '__dict__', {{{values}}})\n"
+        "    _set_fields_set(obj, fields_set)\n"
+        "    _set_extra(obj, None)\n"
+        "    _set_private(obj, None)\n"
+        "    return obj\n"
     )
+    # One shared set of field names per class: pydantic copies it before any in-place update
+    # (model_copy), and a frozen model never updates it, so sharing is safe.
+    namespace: dict[str, Any] = {**_SLOTS, "cls": cls, "fields_set": set(cls.model_fields)}
+    exec(source, namespace)  # noqa: S102 - fixed source built from this module's own literals
+    build = namespace["build"]
+    build.__name__ = build.__qualname__ = f"build_{cls.__name__}"
+    return build
 
 
-def pending_frame(frame: FrameRef, outputs: Any, artifacts: Any) -> PendingFrame:
-    """A live frame with its (possibly shared) tables."""
-    return _make(
-        PendingFrame, {"frame": frame, "outputs": outputs, "artifacts": artifacts}, _PENDING
-    )
+edge_segment: Callable[[str], EdgeSegment] = _builder(EdgeSegment, "edge", {"edge": "edge"})
+"""A route segment for one edge id."""
 
+join_segment: Callable[[str, tuple[str, ...]], JoinSegment] = _builder(
+    JoinSegment, "join, of", {"join": "join", "of": "of"}
+)
+"""A route segment for a closed barrier: the join and its sorted incoming edge ids."""
 
-def output_item(fields: dict[str, Any]) -> OutputItem:
-    """An output item whose fields are already known to be encodable."""
-    return _make(OutputItem, {"json_": fields}, _ITEM)
+branch_id: Callable[[tuple[EdgeSegment | JoinSegment, ...]], BranchId] = _builder(
+    BranchId, "segments", {"segments": "segments"}
+)
+"""A route from segments that are already segment models."""
 
+frame_ref: Callable[[str, str, BranchId, str | None], FrameRef] = _builder(
+    FrameRef,
+    "node_id, kind, branch, via_edge_id",
+    {"node_id": "node_id", "kind": "kind", "branch_id": "branch", "via_edge_id": "via_edge_id"},
+)
+"""One execution of one node: ``(node_id, kind, branch, via_edge_id)``."""
 
-def node_output(items: tuple[OutputItem, ...], branch: BranchId) -> NodeOutput:
-    """What a node produced on one route; ``items`` are validated ``OutputItem``s."""
-    return _make(NodeOutput, {"items": items, "branch_id": branch}, _OUTPUT)
+pending_frame: Callable[[FrameRef, Any, Any], PendingFrame] = _builder(
+    PendingFrame,
+    "frame, outputs, artifacts",
+    {"frame": "frame", "outputs": "outputs", "artifacts": "artifacts"},
+)
+"""A live frame with its (possibly shared) tables."""
 
+output_item: Callable[[dict[str, Any]], OutputItem] = _builder(
+    OutputItem, "fields", {"json_": "fields"}
+)
+"""An output item whose fields are already known to be encodable."""
 
-def outcome_ok(output: NodeOutput) -> OutcomeOk:
-    """A successful settlement."""
-    return _make(OutcomeOk, {"status": "ok", "output": output}, _OK)
+node_output: Callable[[tuple[OutputItem, ...], BranchId], NodeOutput] = _builder(
+    NodeOutput, "items, branch", {"items": "items", "branch_id": "branch"}
+)
+"""What a node produced on one route; ``items`` are validated ``OutputItem``s."""
 
+outcome_ok: Callable[[NodeOutput], OutcomeOk] = _builder(
+    OutcomeOk, "output", {"status": "'ok'", "output": "output"}
+)
+"""A successful settlement."""
 
-def node_entered(frame: FrameRef, at: str) -> NodeEntered:
-    """The ``node_entered`` event."""
-    return _make(NodeEntered, {"kind": "node_entered", "frame": frame, "at": at}, _ENTERED)
+node_entered: Callable[[FrameRef, str], NodeEntered] = _builder(
+    NodeEntered, "frame, at", {"kind": "'node_entered'", "frame": "frame", "at": "at"}
+)
+"""The ``node_entered`` event: ``(frame, at)``."""
 
+node_settled: Callable[[FrameRef, Any, str], NodeSettled] = _builder(
+    NodeSettled,
+    "frame, outcome, at",
+    {"kind": "'node_settled'", "frame": "frame", "outcome": "outcome", "at": "at"},
+)
+"""The ``node_settled`` event; ``outcome`` is a validated ``NodeOutcome`` member."""
 
-def node_settled(frame: FrameRef, outcome: Any, at: str) -> NodeSettled:
-    """The ``node_settled`` event; ``outcome`` is a validated ``NodeOutcome`` member."""
-    return _make(
-        NodeSettled,
-        {"kind": "node_settled", "frame": frame, "outcome": outcome, "at": at},
-        _SETTLED,
-    )
+edge_taken: Callable[[str, str, FrameRef, FrameRef, Any, Any, Any, str], EdgeTaken] = _builder(
+    EdgeTaken,
+    "edge_id, handle, source, target, outputs, artifacts, evidence, at",
+    {
+        "kind": "'edge_taken'",
+        "edge_id": "edge_id",
+        "handle": "handle",
+        "from_": "source",
+        "to": "target",
+        "outputs": "outputs",
+        "artifacts": "artifacts",
+        "evidence": "evidence",
+        "at": "at",
+    },
+)
+"""The ``edge_taken`` event: ``(edge_id, handle, source, target, outputs, artifacts, evidence,
+at)``; ``evidence`` must already be an encodable value."""
 
+frontier_snapshot: Callable[
+    [tuple[PendingFrame, ...], tuple[JoinState, ...], str], FrontierSnapshot
+] = _builder(
+    FrontierSnapshot,
+    "frames, joins, at",
+    {"kind": "'frontier_snapshot'", "frames": "frames", "joins": "joins", "at": "at"},
+)
+"""The ``frontier_snapshot`` event."""
 
-def edge_taken(
-    edge_id: str,
-    handle: str,
-    source: FrameRef,
-    target: FrameRef,
-    outputs: Any,
-    artifacts: Any,
-    evidence: Any,
-    at: str,
-) -> EdgeTaken:
-    """The ``edge_taken`` event; ``evidence`` must already be an encodable value."""
-    return _make(
-        EdgeTaken,
-        {
-            "kind": "edge_taken",
-            "edge_id": edge_id,
-            "handle": handle,
-            "from_": source,
-            "to": target,
-            "outputs": outputs,
-            "artifacts": artifacts,
-            "evidence": evidence,
-            "at": at,
-        },
-        _EDGE,
-    )
+edge_taken_record: Callable[[str, str, Any], EdgeTakenRecord] = _builder(
+    EdgeTakenRecord,
+    "edge_id, handle, evidence",
+    {"edge_id": "edge_id", "handle": "handle", "evidence": "evidence"},
+)
+"""One fired edge as a projection lists it."""
 
+join_arrival: Callable[[BranchId, str, Any, Any], JoinArrival] = _builder(
+    JoinArrival,
+    "branch, edge_id, outputs, artifacts",
+    {"branch": "branch", "edge_id": "edge_id", "outputs": "outputs", "artifacts": "artifacts"},
+)
+"""One arrival at a barrier, with the tables it arrived with."""
 
-def frontier_snapshot(
-    frames: tuple[PendingFrame, ...], joins: tuple[JoinState, ...], at: str
-) -> FrontierSnapshot:
-    """The ``frontier_snapshot`` event."""
-    return _make(
-        FrontierSnapshot,
-        {"kind": "frontier_snapshot", "frames": frames, "joins": joins, "at": at},
-        _SNAPSHOT,
-    )
-
-
-def edge_taken_record(edge_id: str, handle: str, evidence: Any) -> EdgeTakenRecord:
-    """One fired edge as a projection lists it."""
-    return _make(
-        EdgeTakenRecord, {"edge_id": edge_id, "handle": handle, "evidence": evidence}, _RECORD
-    )
-
-
-def join_arrival(branch: BranchId, edge_id: str, outputs: Any, artifacts: Any) -> JoinArrival:
-    """One arrival at a barrier, with the tables it arrived with."""
-    return _make(
-        JoinArrival,
-        {"branch": branch, "edge_id": edge_id, "outputs": outputs, "artifacts": artifacts},
-        _ARRIVAL,
-    )
-
-
-def join_state(
-    node_id: str, correlation_key: str, arrivals: tuple[JoinArrival, ...], required: int
-) -> JoinState:
-    """A partial barrier."""
-    return _make(
-        JoinState,
-        {
-            "node_id": node_id,
-            "correlation_key": correlation_key,
-            "arrivals": arrivals,
-            "required": required,
-        },
-        _JOIN,
-    )
+join_state: Callable[[str, str, tuple[JoinArrival, ...], int], JoinState] = _builder(
+    JoinState,
+    "node_id, correlation_key, arrivals, required",
+    {
+        "node_id": "node_id",
+        "correlation_key": "correlation_key",
+        "arrivals": "arrivals",
+        "required": "required",
+    },
+)
+"""A partial barrier."""

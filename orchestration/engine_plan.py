@@ -22,23 +22,42 @@ no dangling edge, no cycle, unique ids) to stay total, and refuses the rest with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from orchestration.contracts import BranchVerdict, SelectVerdict
 from orchestration.engine_events import edge_segment, join_segment
 from orchestration.errors import UnrunnablePlanError
 from orchestration.graph import (
-    DominatorTree,
     PlanGraph,
+    acyclic_immediate_dominators,
     analyse_join,
     find_cycle,
-    reachable,
     topological_order,
 )
 from orchestration.routes import EdgeSegment, JoinSegment, segments_key
 from orchestration.types import PlanEdge, PlanNode, RawPlanView
 
-__all__ = ["CompiledPlan", "JoinFacts"]
+__all__ = ["CompiledPlan", "Hop", "JoinFacts"]
+
+
+class Hop(NamedTuple):
+    """One edge as the engine follows it, with everything a spawned frame needs precomputed.
+
+    A settlement that fires an edge builds the successor frame from these alone (no lookups by
+    id on the hot path): its node, the segment its route gains, and that segment's key token.
+    """
+
+    edge: PlanEdge
+    edge_id: str
+    handle: str
+    target: PlanNode
+    target_id: str
+    segment: EdgeSegment
+    token: str
+    head: str
+    """``"<target id>:"``: a successor's frame key is this plus its branch key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +72,11 @@ class JoinFacts:
         segment_key: ``segments_key`` of that one segment.
         region: Nodes from which a frame can still deliver an arrival (membership only).
         region_nodes: The same nodes, in topological order (for iteration).
+        tails: For a clean diamond (no reconvergence, no nested join), per incoming edge:
+            how many route segments an arrival by that edge has after the fork, and how many
+            characters of its branch key they take. Every route into a region node passes
+            the node's one incoming edge, so this is fixed per edge and an arrival's prefix is
+            cut in O(1); empty otherwise (the engine then walks the route).
 
     """
 
@@ -63,6 +87,7 @@ class JoinFacts:
     segment_key: str
     region: frozenset[str]
     region_nodes: tuple[str, ...]
+    tails: Mapping[str, tuple[int, int]]
 
 
 class CompiledPlan:
@@ -75,14 +100,13 @@ class CompiledPlan:
         view: The view.
         entry: The entry node.
         nodes: Every node by id, in view order.
-        out_edges: Each node's outgoing edges, in view order.
-        success_edges: For nodes other than branch/select, the edges a success fires: the
-            ``always`` edges, or the ``default`` edges when there is no ``always`` edge.
-        error_edges: Each node's ``error`` edges, in view order.
-        edge_source: Each edge's source node.
-        edge_target: Each edge's target node.
-        edge_segment: The route segment each edge adds (shared by every frame it produces).
-        edge_segment_key: ``segments_key`` of that segment.
+        out_hops: Each node's outgoing edges, in view order (nodes with none are absent).
+        success_hops: For nodes other than branch/select, the edges a success fires: the
+            ``always`` edges, or the ``default`` edges when there is no ``always`` edge
+            (nodes with neither are absent).
+        error_hops: Each node's ``error`` edges, in view order (nodes with none are absent).
+        hops: Every edge as a :class:`Hop`, by edge id (with the route segment it adds,
+            shared by every frame it produces, and that segment's key token).
         max_steps: The run's node-entry budget.
         max_concurrent: The plan's cap on frames in flight.
 
@@ -103,50 +127,51 @@ class CompiledPlan:
                 f"a plan runs from exactly one entry node, this one has {len(entries)}; "
                 "keep one entry node and route everything from it"
             )
-        self.entry = entries[0]
+        self.entry = entry = entries[0]
         self.nodes = nodes
-        out_edges: dict[str, list[PlanEdge]] = {node_id: [] for node_id in nodes}
-        has_incoming: set[str] = set()
-        always: dict[str, list[PlanEdge]] = {}
-        default: dict[str, list[PlanEdge]] = {}
-        error: dict[str, list[PlanEdge]] = {}
+        out: dict[str, list[Hop]] = {}
+        always: dict[str, list[Hop]] = {}
+        default: dict[str, list[Hop]] = {}
+        error: dict[str, list[Hop]] = {}
         by_handle = {"always": always, "default": default, "error": error}
-        source: dict[str, str] = {}
-        target: dict[str, str] = {}
-        segments: dict[str, EdgeSegment] = {}
-        tokens: dict[str, str] = {}
+        hops: dict[str, Hop] = {}
+        make_hop = tuple.__new__
         for edge in view.edges:
             edge_id, origin, to = edge.id, edge.from_, edge.to
-            if origin not in nodes or to not in nodes:
+            reached = nodes.get(to)
+            if origin not in nodes or reached is None:
                 raise UnrunnablePlanError(
                     f'edge "{edge_id}" ({origin} → {to}) names a node that does not exist; '
                     "remove the edge or add the node"
                 )
-            if edge_id in target:
+            if edge_id in hops:
                 raise UnrunnablePlanError(
                     f'edge id "{edge_id}" is used twice; give every edge a unique id'
                 )
-            out_edges[origin].append(edge)
-            has_incoming.add(to)
+            if reached is entry:
+                raise UnrunnablePlanError(
+                    f'the entry node "{entry.id}" has incoming edges; nothing may route back '
+                    "into the entry"
+                )
+            segment = edge_segment(edge_id)
+            token = f"e{len(edge_id)}:{edge_id}" if edge_id.isascii() else segments_key((segment,))
+            hop = hops[edge_id] = make_hop(
+                Hop, (edge, edge_id, edge.handle, reached, to, segment, token, f"{to}:")
+            )
+            leaving = out.get(origin)
+            if leaving is None:
+                out[origin] = [hop]
+            else:
+                leaving.append(hop)
             handled = by_handle.get(edge.handle)
             if handled is not None:
-                handled.setdefault(origin, []).append(edge)
-            source[edge_id] = origin
-            target[edge_id] = to
-            segment = segments[edge_id] = edge_segment(edge_id)
-            tokens[edge_id] = (
-                f"e{len(edge_id)}:{edge_id}" if edge_id.isascii() else segments_key((segment,))
-            )
-        self.edge_source = source
-        self.edge_target = target
-        self.edge_segment = segments
-        self.edge_segment_key = tokens
-        if self.entry.id in has_incoming:
-            raise UnrunnablePlanError(
-                f'the entry node "{self.entry.id}" has incoming edges; nothing may route back '
-                "into the entry"
-            )
-        self.out_edges = {node_id: tuple(edges) for node_id, edges in out_edges.items()}
+                bucket = handled.get(origin)
+                if bucket is None:
+                    handled[origin] = [hop]
+                else:
+                    bucket.append(hop)
+        self.hops = hops
+        self.out_hops = {node_id: tuple(edges) for node_id, edges in out.items()}
         self._graph = graph = PlanGraph.from_view(view)
         order = topological_order(graph)
         if order is None:
@@ -156,37 +181,42 @@ class CompiledPlan:
                 f'the plan has a cycle through node "{stuck}"; a plan must be acyclic over '
                 "every handle, error and default included"
             )
+        self._order = order
         self._position = [0] * len(graph)
         for index, position in enumerate(order):
             self._position[position] = index
-        self.success_edges: dict[str, tuple[PlanEdge, ...]] = {
-            node_id: tuple(always.get(node_id) or default.get(node_id) or ()) for node_id in nodes
+        # Only nodes with such edges are keys: read these with ``.get(node_id, ())``.
+        self.success_hops: dict[str, tuple[Hop, ...]] = {
+            origin: tuple(fired) for origin, fired in always.items()
         }
-        self.error_edges: dict[str, tuple[PlanEdge, ...]] = {
-            node_id: tuple(error.get(node_id, ())) for node_id in nodes
+        for origin, fired in default.items():
+            if origin not in always:
+                self.success_hops[origin] = tuple(fired)
+        self.error_hops: dict[str, tuple[Hop, ...]] = {
+            origin: tuple(fired) for origin, fired in error.items()
         }
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
-        self._dominators: DominatorTree | None = None
+        self._idom: list[int] | None = None
         self._live: list[bool] = []
         self._joins: dict[str, JoinFacts] = {}
 
-    def verdict_edges(self, node: PlanNode, verdict: object) -> tuple[PlanEdge, ...] | None:
+    def verdict_hops(self, node: PlanNode, verdict: object) -> tuple[Hop, ...] | None:
         """The edges a branch or select verdict fires, or ``None`` for a verdict of the wrong kind.
 
         A branch fires its ``match`` or ``no_match`` edges, a select its ``case_<label>``
         edges; when that is none (no such edge, or a select verdict of no case), its ``default``
         edges fire. Duplicates are fan-out; ``always`` never fires from these kinds.
         """
-        edges = self.out_edges[node.id]
+        edges = self.out_hops.get(node.id, ())
         if node.kind == "branch" and type(verdict) is BranchVerdict:
             wanted: str | None = "match" if verdict.matched else "no_match"
         elif node.kind == "select" and type(verdict) is SelectVerdict:
             wanted = None if verdict.case_label is None else f"case_{verdict.case_label}"
         else:
             return None
-        fired = tuple(e for e in edges if e.handle == wanted)
-        return fired or tuple(e for e in edges if e.handle == "default")
+        fired = tuple(hop for hop in edges if hop.handle == wanted)
+        return fired or tuple(hop for hop in edges if hop.handle == "default")
 
     def cut_at_fork(
         self, segments: tuple[EdgeSegment | JoinSegment, ...], bkey: str, fork: str
@@ -198,11 +228,15 @@ class CompiledPlan:
         join is near the arrival's end. A fork at the entry keeps the empty route, since no
         segment enters the entry: this is what lets a diamond forked at the entry close.
         """
-        target = self.edge_target
+        hops = self.hops
         cut = -1
         for index in range(len(segments) - 1, -1, -1):
             segment = segments[index]
-            reached = segment.join if isinstance(segment, JoinSegment) else target.get(segment.edge)
+            if isinstance(segment, JoinSegment):
+                reached: str | None = segment.join
+            else:
+                hop = hops.get(segment.edge)
+                reached = None if hop is None else hop.target_id
             if reached == fork:
                 cut = index + 1
                 break
@@ -211,10 +245,10 @@ class CompiledPlan:
         if cut == len(segments):
             return cut, len(bkey)
         suffix = 0
-        keys = self.edge_segment_key
         for segment in segments[cut:]:
-            if isinstance(segment, EdgeSegment) and segment.edge in keys:
-                suffix += len(keys[segment.edge])
+            hop = hops.get(segment.edge) if isinstance(segment, EdgeSegment) else None
+            if hop is not None:
+                suffix += len(hop.token)
             else:
                 suffix += len(segments_key((segment,)))
         return cut, len(bkey) - suffix
@@ -228,12 +262,13 @@ class CompiledPlan:
 
     def _join_facts(self, node_id: str) -> JoinFacts:
         graph = self._graph
-        if self._dominators is None:
+        if self._idom is None:
             entry = graph.index[self.entry.id]
-            self._dominators = DominatorTree(graph, entry)
-            self._live = reachable(graph, [entry])
+            self._idom = acyclic_immediate_dominators(graph, entry, self._order)
+            # Reached from the entry exactly when dominated by it.
+            self._live = [parent != -1 for parent in self._idom]
         join = graph.index[node_id]
-        shape = analyse_join(graph, join, self._dominators, self._live, self._position)
+        shape = analyse_join(graph, join, self._idom, self._live, self._position)
         # Unreachable from the entry (no shape): no frame ever arrives, no barrier ever opens.
         fork = self.entry.id if shape is None else graph.ids[shape.fork]
         required = 0 if shape is None else shape.routes
@@ -241,6 +276,7 @@ class CompiledPlan:
         region_nodes = (*inside, node_id)
         incoming = tuple(sorted(graph.edge_ids[e] for e in graph.in_edges[join]))
         segment = join_segment(node_id, incoming)
+        tails = {} if shape is None or not shape.is_diamond else self._tails(join, shape.fork)
         return JoinFacts(
             node_id=node_id,
             fork=fork,
@@ -249,4 +285,27 @@ class CompiledPlan:
             segment_key=segments_key((segment,)),
             region=frozenset(region_nodes),
             region_nodes=region_nodes,
+            tails=tails,
         )
+
+    def _tails(self, join: int, fork: int) -> dict[str, tuple[int, int]]:
+        """Per incoming edge of a clean diamond's join: segments and key characters after the fork.
+
+        Walks back from each edge's source along the one live incoming edge every region node
+        has, up to the fork.
+        """
+        graph, live, hops = self._graph, self._live, self.hops
+        tails: dict[str, tuple[int, int]] = {}
+        for e in graph.in_edges[join]:
+            if not live[graph.src[e]]:
+                continue
+            edge_id = graph.edge_ids[e]
+            count, chars = 1, len(hops[edge_id].token)
+            node = graph.src[e]
+            while node != fork:
+                (into,) = (i for i in graph.in_edges[node] if live[graph.src[i]])
+                count += 1
+                chars += len(hops[graph.edge_ids[into]].token)
+                node = graph.src[into]
+            tails[edge_id] = (count, chars)
+        return tails

@@ -1,7 +1,8 @@
 """The engine's two internal records: a live frame, and a partial join barrier.
 
 They are mutable, engine-private bookkeeping; what leaves the engine is always a wire model
-(``PendingFrame``, ``JoinState``), built once and cached here so a snapshot reuses them.
+(``PendingFrame``, ``JoinState``), built when a snapshot first needs it and cached here so later
+snapshots reuse it.
 
 A barrier also keeps the one number ``join_unsatisfiable`` needs: how many live frames may still
 arrive. A frame may arrive when its node lies in the join's region (after the fork, able to
@@ -12,7 +13,7 @@ barriers) per frame instead of a graph search per settlement.
 
 from __future__ import annotations
 
-from orchestration.engine_events import join_state, pending_frame
+from orchestration.engine_events import join_state
 from orchestration.engine_plan import JoinFacts
 from orchestration.engine_types import Dispatch
 from orchestration.routes import EdgeSegment, JoinSegment
@@ -33,15 +34,18 @@ __all__ = ["Barrier", "Frame"]
 class Frame:
     """A live frame: its identity and route key, its node, and its branch-local tables.
 
+    Built once per frame on the engine's hottest path, so it holds plain slots and computes
+    nothing it can be handed.
+
     Attributes:
         key: ``<nodeId>:<branchKey>``.
         bkey: The branch key alone (routes extend it, barriers test prefixes of it).
         ref: The frame reference every event about this frame shares.
         segments: The route (``ref.branch_id.segments``).
-        node: The plan node; ``node_id`` its id.
+        node: The plan node; ``node_id`` its id, ``kind`` its kind.
         outputs: The branch-local value table.
         artifacts: The branch-local artifact handle table.
-        pending: The ``PendingFrame`` snapshots list it as.
+        pending: The ``PendingFrame`` snapshots list it as, once one has (built lazily).
         dispatch: What was handed out, once it was.
         attempt: 1, plus one per retry.
         reentry: Entered before a resume; entering it again is not a new step.
@@ -54,6 +58,7 @@ class Frame:
         "bkey",
         "dispatch",
         "key",
+        "kind",
         "node",
         "node_id",
         "outputs",
@@ -68,6 +73,7 @@ class Frame:
         key: str,
         bkey: str,
         ref: FrameRef,
+        segments: tuple[EdgeSegment | JoinSegment, ...],
         node: PlanNode,
         outputs: Table[NodeOutput],
         artifacts: Table[ArtifactHandle],
@@ -75,12 +81,13 @@ class Frame:
         self.key = key
         self.bkey = bkey
         self.ref = ref
-        self.segments: tuple[EdgeSegment | JoinSegment, ...] = ref.branch_id.segments
+        self.segments = segments
         self.node = node
         self.node_id = node.id
+        self.kind = node.kind
         self.outputs = outputs
         self.artifacts = artifacts
-        self.pending: PendingFrame = pending_frame(ref, outputs, artifacts)
+        self.pending: PendingFrame | None = None
         self.dispatch: Dispatch | None = None
         self.attempt = 1
         self.reentry = False
@@ -146,10 +153,6 @@ class Barrier:
         self.frame_keys.append(frame_key)
         self._state = None
         return True
-
-    def reachable_by(self, frame: Frame) -> bool:
-        """Whether ``frame`` may still deliver an arrival here."""
-        return frame.node_id in self.facts.region and frame.bkey.startswith(self.prefix_key)
 
     def state(self) -> JoinState:
         """The barrier as a ``JoinState`` (built once per change)."""

@@ -31,6 +31,7 @@ from orchestration.types import RawPlanView
 
 __all__ = [
     "DominatorTree",
+    "acyclic_immediate_dominators",
     "JoinShape",
     "PlanStructure",
     "PlanGraph",
@@ -87,33 +88,43 @@ class PlanGraph:
     ) -> None:
         self.ids: list[str] = list(ids)
         self.kinds: list[str] = list(kinds)
-        self.index: dict[str, int] = {}
+        index: dict[str, int] = {}
         for position, node_id in enumerate(self.ids):
-            self.index.setdefault(node_id, position)
+            if node_id not in index:
+                index[node_id] = position
+        self.index = index
         n = len(self.ids)
-        self.out_edges: list[list[int]] = [[] for _ in range(n)]
-        self.in_edges: list[list[int]] = [[] for _ in range(n)]
-        self.edge_ids: list[str] = []
-        self.edge_positions: list[int] = []
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.handles: list[str] = []
-        self.dangling: list[int] = []
-        index = self.index
+        out_edges: list[list[int]] = [[] for _ in range(n)]
+        in_edges: list[list[int]] = [[] for _ in range(n)]
+        edge_ids: list[str] = []
+        edge_positions: list[int] = []
+        src: list[int] = []
+        dst: list[int] = []
+        handles: list[str] = []
+        dangling: list[int] = []
+        lookup = index.get
         for position, (edge_id, source, target, handle) in enumerate(edges):
-            s = index.get(source)
-            t = index.get(target)
+            s = lookup(source)
+            t = lookup(target)
             if s is None or t is None:
-                self.dangling.append(position)
+                dangling.append(position)
                 continue
-            e = len(self.edge_ids)
-            self.edge_ids.append(edge_id)
-            self.edge_positions.append(position)
-            self.src.append(s)
-            self.dst.append(t)
-            self.handles.append(handle)
-            self.out_edges[s].append(e)
-            self.in_edges[t].append(e)
+            e = len(edge_ids)
+            edge_ids.append(edge_id)
+            edge_positions.append(position)
+            src.append(s)
+            dst.append(t)
+            handles.append(handle)
+            out_edges[s].append(e)
+            in_edges[t].append(e)
+        self.out_edges = out_edges
+        self.in_edges = in_edges
+        self.edge_ids = edge_ids
+        self.edge_positions = edge_positions
+        self.src = src
+        self.dst = dst
+        self.handles = handles
+        self.dangling = dangling
 
     @classmethod
     def from_view(cls, view: RawPlanView) -> PlanGraph:
@@ -283,24 +294,55 @@ def immediate_dominators(graph: PlanGraph, root: int) -> list[int]:
     while changed:
         changed = False
         for node in rpo[1:]:
-            new = -1
-            for e in in_edges[node]:
-                pred = src[e]
-                if idom[pred] == -1:
-                    continue
-                if new == -1:
-                    new = pred
-                    continue
-                a, b = pred, new
-                while a != b:
-                    while order[a] > order[b]:
-                        a = idom[a]
-                    while order[b] > order[a]:
-                        b = idom[b]
-                new = a
+            new = _meet(in_edges[node], src, idom, order)
             if idom[node] != new:
                 idom[node] = new
                 changed = True
+    return idom
+
+
+def _meet(
+    edges: Sequence[int], src: Sequence[int], idom: Sequence[int], order: Sequence[int]
+) -> int:
+    """The nearest common dominator-tree ancestor of the processed sources of ``edges``.
+
+    The two-finger walk: move whichever finger sits later in ``order`` to its dominator until
+    they meet. Sources not yet given a dominator (-1) are skipped; -1 if none has one.
+    """
+    new = -1
+    for e in edges:
+        pred = src[e]
+        if idom[pred] == -1:
+            continue
+        if new == -1:
+            new = pred
+            continue
+        a, b = pred, new
+        while a != b:
+            while order[a] > order[b]:
+                a = idom[a]
+            while order[b] > order[a]:
+                b = idom[b]
+        new = a
+    return new
+
+
+def acyclic_immediate_dominators(graph: PlanGraph, root: int, order: Sequence[int]) -> list[int]:
+    """:func:`immediate_dominators` of an acyclic graph, in one pass over a topological ``order``.
+
+    On a DAG every predecessor of a node comes before it in any topological order, and every
+    dominator-tree ancestor has a smaller position than its descendants, which is all the
+    two-finger meet needs; so one pass settles every node, with no depth-first search and no
+    confirming pass. ``-1`` marks a node the root does not reach.
+    """
+    position = [0] * len(graph)
+    for i, node in enumerate(order):
+        position[node] = i
+    idom = [-1] * len(graph)
+    idom[root] = root
+    in_edges, src = graph.in_edges, graph.src
+    for node in order[position[root] + 1 :]:
+        idom[node] = _meet(in_edges[node], src, idom, position)
     return idom
 
 
@@ -433,7 +475,7 @@ class JoinShape:
 def analyse_join(
     graph: PlanGraph,
     join: int,
-    dominators: DominatorTree,
+    idom: Sequence[int],
     live: Sequence[bool],
     position: Sequence[int],
 ) -> JoinShape | None:
@@ -442,12 +484,12 @@ def analyse_join(
     Args:
         graph: The graph (acyclic: route counting needs a topological order).
         join: The join node.
-        dominators: Dominators from the entry.
+        idom: Immediate dominators from the entry (:func:`immediate_dominators`).
         live: Which nodes the entry reaches.
         position: Each node's position in a topological order of the graph.
 
     """
-    fork = dominators.idom[join]
+    fork = idom[join]
     if fork == -1 or fork == join:
         return None
     region = diamond_region(graph, fork, join, live)
@@ -521,7 +563,7 @@ class PlanStructure:
         if dominators is not None and order is not None:
             for node, kind in enumerate(graph.kinds):
                 if kind == "join" and live[node]:
-                    shape = analyse_join(graph, node, dominators, live, position)
+                    shape = analyse_join(graph, node, dominators.idom, live, position)
                     if shape is not None:
                         joins[node] = shape
         return cls(

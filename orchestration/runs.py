@@ -41,6 +41,7 @@ events), and only the events after the last snapshot touch the frontier.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -85,33 +86,40 @@ Outcome = Literal["running", "completed", "halted", "aborted"]
 _STATUS: dict[str, FrameStatus] = {"ok": "done", "failed": "failed", "skipped": "skipped"}
 
 
+# A node's frames fold into a mask: RUNNING if any runs, FAILED if any failed, SETTLED_NOT_SKIPPED
+# if any is other than skipped. The rollup reads the mask once per node.
+_RUNNING, _FAILED, _NOT_SKIPPED = 1, 2, 4
+_MASK: dict[str, int] = {
+    "running": _RUNNING | _NOT_SKIPPED,
+    "failed": _FAILED | _NOT_SKIPPED,
+    "done": _NOT_SKIPPED,
+    "skipped": 0,
+}
+_ROLLUP: tuple[NodeStatus, ...] = tuple(
+    "running"
+    if mask & _RUNNING
+    else "failed"
+    if mask & _FAILED
+    else "done"
+    if mask & _NOT_SKIPPED
+    else "skipped"
+    for mask in range(8)
+)
+
+
 def node_status_rollup(frame_status: Mapping[str, str]) -> dict[str, NodeStatus]:
-    """Per node id (the key up to its first ``:``), the rollup of its frames' statuses."""
-    running: dict[str, bool] = {}
-    failed: dict[str, bool] = {}
-    skipped_only: dict[str, bool] = {}
-    for key, status in frame_status.items():
-        node = key[: key.find(":")]
-        if node not in running:
-            running[node] = failed[node] = False
-            skipped_only[node] = True
-        if status == "running":
-            running[node] = True
-        elif status == "failed":
-            failed[node] = True
-        if status != "skipped":
-            skipped_only[node] = False
-    rollup: dict[str, NodeStatus] = {}
-    for node, is_running in running.items():
-        if is_running:
-            rollup[node] = "running"
-        elif failed[node]:
-            rollup[node] = "failed"
-        elif skipped_only[node]:
-            rollup[node] = "skipped"
-        else:
-            rollup[node] = "done"
-    return rollup
+    """Per node id (the key up to its first ``:``), the rollup of its frames' statuses.
+
+    ``running`` if any frame runs, else ``failed`` if any failed, else ``skipped`` if every
+    frame was skipped, else ``done``. Nodes appear in the order their first frame does.
+    """
+    masks: defaultdict[str, int] = defaultdict(int)
+    bits = _MASK
+    nodes = [key[: key.find(":")] for key in frame_status]
+    for node, status in zip(nodes, frame_status.values(), strict=True):
+        masks[node] |= bits[status]
+    rollup = _ROLLUP
+    return {node: rollup[mask] for node, mask in masks.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,30 +165,16 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     key_of = memo.render_frame
     run_cause: InterruptionCause | None = None
     outcome: Outcome = "running"
-    last_snapshot = -1
+    snapshot: FrontierSnapshot | None = None
 
-    by_segment = memo.by_segment
-    token = memo.token
-    for index, event in enumerate(events):
-        if type(event) is FrontierSnapshot:
-            last_snapshot = index
-        elif type(event) is NodeSettled:
-            frame = event.frame
-            pair = keys.get(id(frame))
-            if pair is None and frame.kind == "join":
-                pair = memo.merged_frame(frame, waiting.get(frame.node_id))
-            key, bkey = pair or key_of(frame)
-            result = event.outcome
-            status[key] = _STATUS[result.status]
-            if type(result) is OutcomeOk:
-                outputs[key] = result.output
-            calls.pop(key, None)
-            if halted:
-                halted.pop(key, None)
-            if frame.kind == "join":
-                _absorb_arrivals(frame, bkey, waiting, status)
-        elif type(event) is EdgeTaken:
-            edges.append(edge_taken_record(event.edge_id, event.handle, event.evidence))
+    edge_tokens = memo.tokens
+    record = edge_taken_record
+    status_of = _STATUS
+    for event in events:
+        # Dispatch on the exact class, commonest first (a log is mostly these three).
+        if type(event) is EdgeTaken:
+            edge_id = event.edge_id
+            edges.append(record(edge_id, event.handle, event.evidence))
             target = event.to
             if id(target) not in keys:
                 # The produced frame's key is its source's key plus this one edge's token,
@@ -191,10 +185,14 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 if (
                     source is not None
                     and type(last) is EdgeSegment
-                    and last.edge == event.edge_id
+                    and last.edge == edge_id
                     and len(route) == len(event.from_.branch_id.segments) + 1
                 ):
-                    piece = by_segment.get(id(last)) or token(last)
+                    piece = edge_tokens.get(edge_id)
+                    if piece is None:
+                        piece = edge_tokens[edge_id] = (
+                            f"e{len(edge_id)}:{edge_id}" if edge_id.isascii() else memo.token(last)
+                        )
                     bkey = source[1] + piece
                     keys[id(target)] = (f"{target.node_id}:{bkey}", bkey)
         elif type(event) is NodeEntered:
@@ -203,12 +201,32 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
             entered[key] = None
             if key not in status:
                 status[key] = "running"
-                if frame.kind == "call":
+                kind = frame.kind
+                if kind == "call":
                     calls[key] = frame
-                elif frame.kind == "join":
+                elif kind == "join":
                     waiting.setdefault(frame.node_id, {})[key] = (bkey, frame.branch_id.segments)
             if halted:
                 halted.pop(key, None)
+        elif type(event) is NodeSettled:
+            frame = event.frame
+            kind = frame.kind
+            pair = keys.get(id(frame))
+            if pair is None and kind == "join":
+                pair = memo.merged_frame(frame, waiting.get(frame.node_id))
+            key, bkey = pair or key_of(frame)
+            result = event.outcome
+            status[key] = status_of[result.status]
+            if type(result) is OutcomeOk:
+                outputs[key] = result.output
+            if kind == "call":
+                calls.pop(key, None)
+            elif kind == "join":
+                _absorb_arrivals(frame, bkey, waiting, status, memo)
+            if halted:
+                halted.pop(key, None)
+        elif type(event) is FrontierSnapshot:
+            snapshot = event
         elif type(event) is RunInterrupted:
             if event.frame is None:
                 run_cause = event.cause
@@ -219,6 +237,12 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
         elif type(event) is RunSettled:
             outcome = event.outcome
 
+    last_snapshot = -1
+    if snapshot is not None:
+        # Found from the end: few events follow the last snapshot.
+        last_snapshot = len(events) - 1
+        while events[last_snapshot] is not snapshot:
+            last_snapshot -= 1
     frames, joins = _frontier(events, last_snapshot, keys, key_of)
     interruption = run_cause
     if interruption is None and halted:
@@ -327,6 +351,7 @@ def _absorb_arrivals(
     bkey: str,
     waiting: dict[str, dict[str, _Arrival]],
     status: dict[str, FrameStatus],
+    memo: _Keys,
 ) -> None:
     """Mark ``done`` the arrivals a merged join frame settled for (see the module docstring)."""
     segments = frame.branch_id.segments
@@ -336,7 +361,7 @@ def _absorb_arrivals(
     last = segments[-1]
     if type(last) is not JoinSegment or last.join != frame.node_id:
         return
-    prefix = bkey[: len(bkey) - len(segments_key((last,)))]
+    prefix = bkey[: len(bkey) - len(memo.token(last))]
     for key, (arrival, _) in list(pending.items()):
         if arrival.startswith(prefix) and status.get(key) == "running":
             status[key] = "done"

@@ -33,6 +33,9 @@ __all__ = ["Table", "TableSchema"]
 V = TypeVar("V")
 
 
+_new = object.__new__
+
+
 def _node_of(key: str) -> str:
     cut = key.find(":")
     return key if cut < 0 else key[:cut]
@@ -102,14 +105,22 @@ class Table(Mapping[str, V]):
         body = ", ".join(f"{k!r}: {self._entries[k]!r}" for k in self.keys_sorted())
         return f"Table({{{body}}})"
 
-    def set(self, key: str, value: V) -> Table[V]:
-        """A table with ``key`` bound to ``value``; this one is unchanged. ``O(log n)``."""
-        node = _node_of(key)
+    def set(self, key: str, value: V, node: str | None = None) -> Table[V]:
+        """A table with ``key`` bound to ``value``; this one is unchanged. ``O(log n)``.
+
+        ``node`` is the key's node id when the caller knows it (it saves parsing the key).
+        """
+        if node is None:
+            node = _node_of(key)
         first = self._first
         current = first.get(node)
         if current is None or key < current:
             first = first.set(node, key)
-        return Table._of(self._entries.set(key, value), first)
+        table: Table[V] = _new(Table)
+        table._entries = self._entries.set(key, value)
+        table._first = first
+        table._order = None
+        return table
 
     def first_key(self, node_id: str) -> str | None:
         """The smallest key of ``node_id`` in this table (the one an unqualified ref reads)."""

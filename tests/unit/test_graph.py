@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from orchestration.graph import (
     DominatorTree,
     PlanGraph,
+    acyclic_immediate_dominators,
     count_routes,
     diamond_region,
     find_cycle,
@@ -84,6 +85,22 @@ def test_immediate_dominators_match_the_dominator_sets(
         assert [idom[v]] == closest
         for d in range(n):
             assert tree.dominates(d, v) == (d in naive[v])
+
+
+@given(graphs(acyclic=True), st.data())
+def test_one_pass_dominators_of_a_dag_equal_chk(
+    g: tuple[int, list[tuple[int, int]]], data: Any
+) -> None:
+    """On an acyclic graph, one pass over a topological order gives CHK's dominators, from any
+    root (nodes ordered before the root, or out of its reach, get -1)."""
+    n, edges = g
+    # Relabel, so a topological order is not simply the node numbering.
+    relabel = data.draw(st.permutations(range(n)))
+    graph = _graph(n, [(relabel[s], relabel[t]) for s, t in edges])
+    order = topological_order(graph)
+    assert order is not None
+    root = data.draw(st.integers(0, n - 1))
+    assert acyclic_immediate_dominators(graph, root, order) == immediate_dominators(graph, root)
 
 
 @given(graphs(acyclic=True))

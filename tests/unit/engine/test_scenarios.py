@@ -8,6 +8,7 @@ import pytest
 
 from orchestration.encoding import NodeRef
 from orchestration.engine import Dispatch, Failed, RunEngine, SettleResult, Succeeded
+from orchestration.engine_plan import CompiledPlan
 from orchestration.errors import InvalidRunInputError
 from orchestration.runs import fold_run
 from orchestration.testing import FakeToolbox, PlanSketch, run_in_process
@@ -255,6 +256,42 @@ def test_asymmetric_diamond_runs_breadth_first() -> None:
     events, projection = asyncio.run(run_in_process(view, {}, toolbox, max_in_flight=1))
     assert [c.node_id for c in toolbox.calls] == ["fork", "short", "l1", "l2", "l3", "after"]
     assert projection.outcome == "completed"
+
+
+def test_a_join_over_a_reconverging_region_still_closes() -> None:
+    """Freeze refuses a region that reconverges before its join, but the engine stays total.
+
+    ``m`` is reached by two routes inside the diamond, so an arrival's distance from the fork
+    is not fixed per edge; the engine cuts each route by walking it and the barrier closes
+    once, with all three fork→join routes.
+    """
+    view = (
+        PlanSketch()
+        .entry()
+        .call("f")
+        .call("a")
+        .call("b")
+        .call("m")
+        .call("c")
+        .join("j")
+        .call("after")
+        .chain("entry", "f")
+        .chain("f", "a", "m", "j")
+        .chain("f", "b", "m")
+        .chain("f", "c", "j")
+        .chain("j", "after")
+        .view()
+    )
+    engine, events = drive(view, {}, max_in_flight=1)
+    assert CompiledPlan(view).join("j").tails == {}
+    assert settled_nodes(events) == ["entry", "f", "a", "b", "c", "m", "m", "j", "after"]
+    projection = fold_run(events)
+    assert projection == engine.projection()
+    assert projection.outcome == "completed"
+    (merged,) = [key for key in projection.outputs if key.startswith("j:")]
+    items = [item.json_ for item in projection.outputs[merged].items]
+    arrivals = [(item["via"], item["from"]) for item in items]
+    assert arrivals == [("e3", "m"), ("e3", "m"), ("e7", "c")]
 
 
 def test_two_diamonds_in_sequence() -> None:
