@@ -150,7 +150,9 @@ def build_log_objects(events: list[RunEvent]) -> int:
             built += 1
         elif type(event) is EdgeTaken:
             to = event.to
-            route = build.branch_id((*to.branch_id.segments[:-1], to.branch_id.segments[-1]))
+            # A new route tuple, as the engine extends its parent's route by one segment.
+            segments = to.branch_id.segments
+            route = build.branch_id((*segments[:-1], segments[-1]))
             target = build.frame_ref(to.node_id, to.kind, route, to.via_edge_id)
             build.edge_taken(
                 event.edge_id,

@@ -102,7 +102,6 @@ from orchestration.types import (
     OutputItem,
     OutputSchemaViolation,
     PendingFrame,
-    PlanEdge,
     PlanNode,
     PredicateUnevaluatable,
     RawPlanView,
@@ -228,7 +227,7 @@ class RunEngine:
         self._calls: dict[str, FrameRef] = {}
         # Fired edges, recorded cheaply (the edge, with its evidence when there is any);
         # turned into records only when a projection is asked for.
-        self._edges: list[EdgeTakenRecord | PlanEdge | tuple[PlanEdge, Any]] = []
+        self._edges: list[EdgeTakenRecord | Hop | tuple[Hop, Any]] = []
         self._steps = 0
         self._draining: InterruptionCause | None = None
         self._run_cause: InterruptionCause | None = None
@@ -517,12 +516,13 @@ class RunEngine:
     def _edge_records(self) -> list[EdgeTakenRecord]:
         records: list[EdgeTakenRecord] = []
         for fired in self._edges:
-            if isinstance(fired, EdgeTakenRecord):
-                records.append(fired)
-            elif isinstance(fired, tuple):
-                records.append(edge_taken_record(fired[0].id, fired[0].handle, fired[1]))
+            if type(fired) is Hop:
+                records.append(edge_taken_record(fired.edge_id, fired.handle, None))
+            elif type(fired) is tuple:
+                hop, evidence = cast(tuple[Hop, Any], fired)
+                records.append(edge_taken_record(hop.edge_id, hop.handle, evidence))
             else:
-                records.append(edge_taken_record(fired.id, fired.handle, None))
+                records.append(cast(EdgeTakenRecord, fired))
         return records
 
     # ------------------------------------------------------------------------------------
@@ -543,10 +543,6 @@ class RunEngine:
         running = self._running
         window = self._window
         max_steps = self._plan.max_steps
-        log = self._log
-        status = self._status
-        # Nothing is halted while this loop runs (it returned above otherwise, and only the
-        # host halts a frame), so entering a frame has no halt to clear.
         while queue and len(running) < window:
             frame = queue[0]
             if frame.reentry:
@@ -557,19 +553,14 @@ class RunEngine:
             else:
                 self._steps += 1
             queue.popleft()
-            key = frame.key
-            log.append(node_entered(frame.ref, at))
-            if key not in status:
-                status[key] = "running"
-                if frame.kind == "call":
-                    self._calls[key] = frame.ref
+            self._enter(frame, at)
             if frame.kind == "join":
                 self._arrive(frame, at)
             else:
                 dispatch = self._dispatch_for(frame)
                 if type(dispatch) is Dispatch:
                     frame.dispatch = dispatch
-                    running[key] = frame
+                    running[frame.key] = frame
                     out.append(dispatch)
                 else:
                     self._fail(frame, cast(Failed, dispatch), at)
@@ -605,9 +596,7 @@ class RunEngine:
         if result_type is Succeeded:
             if kind not in _ACTIVITY_KINDS:
                 self._refuse(key, "Succeeded", kind)
-            del running[key]
-            if self._recovered:
-                self._recovered.pop(key, None)
+            self._release(key)
             self._succeed(frame, cast(Succeeded, result), at)
         elif result_type is Decided:
             if kind != "branch" and kind != "select":
@@ -964,8 +953,8 @@ class RunEngine:
     ) -> None:
         """One settlement batch: ``node_settled``, ``edge_taken`` per fired edge, snapshot.
 
-        Each fired edge spawns its successor frame here (inline: this loop runs once per
-        edge of the run), sharing ``outputs`` and ``artifacts`` with its siblings.
+        Each fired edge spawns its successor frame here, sharing ``outputs`` and ``artifacts``
+        with its siblings.
         """
         ref = frame.ref
         log = self._log
@@ -976,16 +965,8 @@ class RunEngine:
             self._calls.pop(key, None)
         if self._halted:
             self._halted.pop(key, None)
-        if self._live.pop(key, None) is not None:
-            if self._pending:
-                self._pending.pop(key, None)
-            watchers = self._watch.get(frame.node_id)
-            if watchers:
-                self._watched(frame, watchers, -1)
+        self._remove_live(frame)
         if hops:
-            live = self._live
-            watch = self._watch
-            fresh = self._fresh
             queue = self._queue
             fired = self._edges
             bkey = frame.bkey
@@ -1001,19 +982,14 @@ class RunEngine:
                 child = Frame(
                     child_key, child_bkey, child_ref, child_segments, target, outputs, artifacts
                 )
-                live[child_key] = child
-                fresh.append(child)
-                if watch:
-                    watchers = watch.get(hop.target_id)
-                    if watchers:
-                        self._watched(child, watchers, 1)
+                self._add_live(child)
                 queue.append(child)
                 log.append(
                     edge_taken(
                         hop.edge_id, hop.handle, ref, child_ref, outputs, artifacts, evidence, at
                     )
                 )
-                fired.append(hop.edge if evidence is None else (hop.edge, evidence))
+                fired.append(hop if evidence is None else (hop, evidence))
         if self._joins_version != self._snapshot_version:
             # Frames need no snapshot (the fold advances them from node_settled and
             # edge_taken); barriers do, so a snapshot closes a batch only when one changed.
@@ -1028,11 +1004,7 @@ class RunEngine:
         facts = self._plan.join(frame.node_id)
         segments = frame.segments
         edge_id = frame.ref.via_edge_id or ""
-        tail = facts.tails.get(edge_id)
-        if tail is None or tail[0] > len(segments):
-            cut, key_length = self._plan.cut_at_fork(segments, frame.bkey, facts.fork)
-        else:
-            cut, key_length = len(segments) - tail[0], len(frame.bkey) - tail[1]
+        cut, key_length = self._plan.cut_at_fork(segments, frame.bkey, facts.fork)
         prefix_key = frame.bkey[:key_length]
         correlation = f"{frame.node_id}@{prefix_key}"
         self._remove_live(frame)
@@ -1061,7 +1033,7 @@ class RunEngine:
             output_item(
                 {
                     "via": via,
-                    "from": plan.hops[via].edge.from_ if via in plan.hops else "",
+                    "from": plan.hops[via].source_id if via in plan.hops else "",
                     "branch": b,
                 }
             )

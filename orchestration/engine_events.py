@@ -70,16 +70,20 @@ _SLOTS = {
 }
 
 
-def _builder(cls: type[M], params: str, fields: dict[str, str]) -> Any:
-    """Compile ``(params) -> cls`` filling each field from a parameter or a constant.
+def _builder(cls: type[M], params: str, **renamed: str) -> Any:
+    """Compile ``build(params) -> cls``.
 
-    ``fields`` maps every model field (Python name) to the expression that fills it; every
-    field must be there, as ``model_construct`` would fill them all.
+    Each field is filled from the parameter of the same name, unless ``renamed`` gives it
+    another expression (a differently named parameter, or a constant such as an event's
+    ``kind``); every field must end up filled, as ``model_construct`` fills them all.
     """
-    if set(fields) != set(cls.model_fields):
+    names = [name.strip() for name in params.split(",")]
+    expressions = {name: renamed.get(name, name) for name in cls.model_fields}
+    unfilled = [f for f, e in expressions.items() if f not in renamed and e not in names]
+    if unfilled or set(renamed) - set(cls.model_fields):
         raise TypeError(f"a {cls.__name__} builder must fill exactly {list(cls.model_fields)}")
     # In field order, as validation fills ``__dict__`` (``repr`` shows that order).
-    values = ", ".join(f"{name!r}: {fields[name]}" for name in cls.model_fields)
+    values = ", ".join(f"{name!r}: {expression}" for name, expression in expressions.items())
     source = (
         f"def build({params}):\n"
         "    obj = _new(cls)\n"
@@ -98,109 +102,74 @@ def _builder(cls: type[M], params: str, fields: dict[str, str]) -> Any:
     return build
 
 
-edge_segment: Callable[[str], EdgeSegment] = _builder(EdgeSegment, "edge", {"edge": "edge"})
+edge_segment: Callable[[str], EdgeSegment] = _builder(EdgeSegment, "edge")
 """A route segment for one edge id."""
 
-join_segment: Callable[[str, tuple[str, ...]], JoinSegment] = _builder(
-    JoinSegment, "join, of", {"join": "join", "of": "of"}
-)
+join_segment: Callable[[str, tuple[str, ...]], JoinSegment] = _builder(JoinSegment, "join, of")
 """A route segment for a closed barrier: the join and its sorted incoming edge ids."""
 
 branch_id: Callable[[tuple[EdgeSegment | JoinSegment, ...]], BranchId] = _builder(
-    BranchId, "segments", {"segments": "segments"}
+    BranchId, "segments"
 )
 """A route from segments that are already segment models."""
 
 frame_ref: Callable[[str, str, BranchId, str | None], FrameRef] = _builder(
-    FrameRef,
-    "node_id, kind, branch, via_edge_id",
-    {"node_id": "node_id", "kind": "kind", "branch_id": "branch", "via_edge_id": "via_edge_id"},
+    FrameRef, "node_id, kind, branch, via_edge_id", branch_id="branch"
 )
 """One execution of one node: ``(node_id, kind, branch, via_edge_id)``."""
 
 pending_frame: Callable[[FrameRef, Any, Any], PendingFrame] = _builder(
-    PendingFrame,
-    "frame, outputs, artifacts",
-    {"frame": "frame", "outputs": "outputs", "artifacts": "artifacts"},
+    PendingFrame, "frame, outputs, artifacts"
 )
 """A live frame with its (possibly shared) tables."""
 
-output_item: Callable[[dict[str, Any]], OutputItem] = _builder(
-    OutputItem, "fields", {"json_": "fields"}
-)
+output_item: Callable[[dict[str, Any]], OutputItem] = _builder(OutputItem, "fields", json_="fields")
 """An output item whose fields are already known to be encodable."""
 
 node_output: Callable[[tuple[OutputItem, ...], BranchId], NodeOutput] = _builder(
-    NodeOutput, "items, branch", {"items": "items", "branch_id": "branch"}
+    NodeOutput, "items, branch", branch_id="branch"
 )
 """What a node produced on one route; ``items`` are validated ``OutputItem``s."""
 
-outcome_ok: Callable[[NodeOutput], OutcomeOk] = _builder(
-    OutcomeOk, "output", {"status": "'ok'", "output": "output"}
-)
+outcome_ok: Callable[[NodeOutput], OutcomeOk] = _builder(OutcomeOk, "output", status="'ok'")
 """A successful settlement."""
 
 node_entered: Callable[[FrameRef, str], NodeEntered] = _builder(
-    NodeEntered, "frame, at", {"kind": "'node_entered'", "frame": "frame", "at": "at"}
+    NodeEntered, "frame, at", kind="'node_entered'"
 )
 """The ``node_entered`` event: ``(frame, at)``."""
 
 node_settled: Callable[[FrameRef, Any, str], NodeSettled] = _builder(
-    NodeSettled,
-    "frame, outcome, at",
-    {"kind": "'node_settled'", "frame": "frame", "outcome": "outcome", "at": "at"},
+    NodeSettled, "frame, outcome, at", kind="'node_settled'"
 )
 """The ``node_settled`` event; ``outcome`` is a validated ``NodeOutcome`` member."""
 
 edge_taken: Callable[[str, str, FrameRef, FrameRef, Any, Any, Any, str], EdgeTaken] = _builder(
     EdgeTaken,
     "edge_id, handle, source, target, outputs, artifacts, evidence, at",
-    {
-        "kind": "'edge_taken'",
-        "edge_id": "edge_id",
-        "handle": "handle",
-        "from_": "source",
-        "to": "target",
-        "outputs": "outputs",
-        "artifacts": "artifacts",
-        "evidence": "evidence",
-        "at": "at",
-    },
+    kind="'edge_taken'",
+    from_="source",
+    to="target",
 )
 """The ``edge_taken`` event: ``(edge_id, handle, source, target, outputs, artifacts, evidence,
 at)``; ``evidence`` must already be an encodable value."""
 
 frontier_snapshot: Callable[
     [tuple[PendingFrame, ...], tuple[JoinState, ...], str], FrontierSnapshot
-] = _builder(
-    FrontierSnapshot,
-    "frames, joins, at",
-    {"kind": "'frontier_snapshot'", "frames": "frames", "joins": "joins", "at": "at"},
-)
+] = _builder(FrontierSnapshot, "frames, joins, at", kind="'frontier_snapshot'")
 """The ``frontier_snapshot`` event."""
 
 edge_taken_record: Callable[[str, str, Any], EdgeTakenRecord] = _builder(
-    EdgeTakenRecord,
-    "edge_id, handle, evidence",
-    {"edge_id": "edge_id", "handle": "handle", "evidence": "evidence"},
+    EdgeTakenRecord, "edge_id, handle, evidence"
 )
 """One fired edge as a projection lists it."""
 
 join_arrival: Callable[[BranchId, str, Any, Any], JoinArrival] = _builder(
-    JoinArrival,
-    "branch, edge_id, outputs, artifacts",
-    {"branch": "branch", "edge_id": "edge_id", "outputs": "outputs", "artifacts": "artifacts"},
+    JoinArrival, "branch, edge_id, outputs, artifacts"
 )
 """One arrival at a barrier, with the tables it arrived with."""
 
 join_state: Callable[[str, str, tuple[JoinArrival, ...], int], JoinState] = _builder(
-    JoinState,
-    "node_id, correlation_key, arrivals, required",
-    {
-        "node_id": "node_id",
-        "correlation_key": "correlation_key",
-        "arrivals": "arrivals",
-        "required": "required",
-    },
+    JoinState, "node_id, correlation_key, arrivals, required"
 )
 """A partial barrier."""

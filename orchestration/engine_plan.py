@@ -22,7 +22,6 @@ no dangling edge, no cycle, unique ids) to stay total, and refuses the rest with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -36,8 +35,8 @@ from orchestration.graph import (
     find_cycle,
     topological_order,
 )
-from orchestration.routes import EdgeSegment, JoinSegment, segments_key
-from orchestration.types import PlanEdge, PlanNode, RawPlanView
+from orchestration.routes import EdgeSegment, JoinSegment, edge_token, segments_key
+from orchestration.types import PlanNode, RawPlanView
 
 __all__ = ["CompiledPlan", "Hop", "JoinFacts"]
 
@@ -45,19 +44,29 @@ __all__ = ["CompiledPlan", "Hop", "JoinFacts"]
 class Hop(NamedTuple):
     """One edge as the engine follows it, with everything a spawned frame needs precomputed.
 
-    A settlement that fires an edge builds the successor frame from these alone (no lookups by
-    id on the hot path): its node, the segment its route gains, and that segment's key token.
+    A settlement that fires an edge builds the successor frame from these alone: plain tuple
+    fields, where reading the same facts off the plan's pydantic models (``edge.to``,
+    ``node.kind``) would cost an attribute lookup each on the hottest path.
+
+    Attributes:
+        edge_id: The edge.
+        handle: Its handle.
+        source_id: The node it leaves.
+        target: The node it enters; ``target_id`` its id.
+        segment: The route segment it adds (one object, shared by every frame it produces).
+        token: That segment's branch-key token.
+        head: ``"<target id>:"``: a successor's frame key is this plus its branch key.
+
     """
 
-    edge: PlanEdge
     edge_id: str
     handle: str
+    source_id: str
     target: PlanNode
     target_id: str
     segment: EdgeSegment
     token: str
     head: str
-    """``"<target id>:"``: a successor's frame key is this plus its branch key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +81,6 @@ class JoinFacts:
         segment_key: ``segments_key`` of that one segment.
         region: Nodes from which a frame can still deliver an arrival (membership only).
         region_nodes: The same nodes, in topological order (for iteration).
-        tails: For a clean diamond (no reconvergence, no nested join), per incoming edge:
-            how many route segments an arrival by that edge has after the fork, and how many
-            characters of its branch key they take. Every route into a region node passes
-            the node's one incoming edge, so this is fixed per edge and an arrival's prefix is
-            cut in O(1); empty otherwise (the engine then walks the route).
 
     """
 
@@ -87,7 +91,6 @@ class JoinFacts:
     segment_key: str
     region: frozenset[str]
     region_nodes: tuple[str, ...]
-    tails: Mapping[str, tuple[int, int]]
 
 
 class CompiledPlan:
@@ -154,9 +157,9 @@ class CompiledPlan:
                     "into the entry"
                 )
             segment = edge_segment(edge_id)
-            token = f"e{len(edge_id)}:{edge_id}" if edge_id.isascii() else segments_key((segment,))
+            token = edge_token(edge_id)
             hop = hops[edge_id] = make_hop(
-                Hop, (edge, edge_id, edge.handle, reached, to, segment, token, f"{to}:")
+                Hop, (edge_id, edge.handle, origin, reached, to, segment, token, f"{to}:")
             )
             leaving = out.get(origin)
             if leaving is None:
@@ -276,7 +279,6 @@ class CompiledPlan:
         region_nodes = (*inside, node_id)
         incoming = tuple(sorted(graph.edge_ids[e] for e in graph.in_edges[join]))
         segment = join_segment(node_id, incoming)
-        tails = {} if shape is None or not shape.is_diamond else self._tails(join, shape.fork)
         return JoinFacts(
             node_id=node_id,
             fork=fork,
@@ -285,27 +287,4 @@ class CompiledPlan:
             segment_key=segments_key((segment,)),
             region=frozenset(region_nodes),
             region_nodes=region_nodes,
-            tails=tails,
         )
-
-    def _tails(self, join: int, fork: int) -> dict[str, tuple[int, int]]:
-        """Per incoming edge of a clean diamond's join: segments and key characters after the fork.
-
-        Walks back from each edge's source along the one live incoming edge every region node
-        has, up to the fork.
-        """
-        graph, live, hops = self._graph, self._live, self.hops
-        tails: dict[str, tuple[int, int]] = {}
-        for e in graph.in_edges[join]:
-            if not live[graph.src[e]]:
-                continue
-            edge_id = graph.edge_ids[e]
-            count, chars = 1, len(hops[edge_id].token)
-            node = graph.src[e]
-            while node != fork:
-                (into,) = (i for i in graph.in_edges[node] if live[graph.src[i]])
-                count += 1
-                chars += len(hops[graph.edge_ids[into]].token)
-                node = graph.src[into]
-            tails[edge_id] = (count, chars)
-        return tails

@@ -29,6 +29,7 @@ __all__ = [
     "JoinSegment",
     "RouteSegment",
     "branch_key",
+    "edge_token",
     "frame_key",
     "segments_key",
 ]
@@ -91,14 +92,19 @@ def _units(text: str) -> int:
     return n + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
+def edge_token(edge: str) -> str:
+    """One edge segment's rendering in a branch key: ``e<length>:<edge id>``."""
+    return f"e{_units(edge)}:{edge}"
+
+
 def segments_key(segments: Iterable[EdgeSegment | JoinSegment]) -> str:
     """Render segments with length prefixes and no separators (see the module docstring)."""
     parts: list[str] = []
     for seg in segments:
         if isinstance(seg, EdgeSegment):
-            parts.append(f"e{_units(seg.edge)}:{seg.edge}")
+            parts.append(edge_token(seg.edge))
         else:
-            inner = "".join(f"e{_units(e)}:{e}" for e in seg.of)
+            inner = "".join(edge_token(e) for e in seg.of)
             parts.append(f"j{_units(seg.join)}:{seg.join}({inner})")
     return "".join(parts)
 

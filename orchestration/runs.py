@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 from orchestration.engine_events import edge_taken_record, pending_frame
 from orchestration.errors import MalformedRunLogError
-from orchestration.routes import EdgeSegment, JoinSegment, segments_key
+from orchestration.routes import EdgeSegment, JoinSegment, edge_token, segments_key
 from orchestration.types import (
     EdgeTaken,
     EdgeTakenRecord,
@@ -86,8 +86,8 @@ Outcome = Literal["running", "completed", "halted", "aborted"]
 _STATUS: dict[str, FrameStatus] = {"ok": "done", "failed": "failed", "skipped": "skipped"}
 
 
-# A node's frames fold into a mask: RUNNING if any runs, FAILED if any failed, SETTLED_NOT_SKIPPED
-# if any is other than skipped. The rollup reads the mask once per node.
+# A node's frames fold into a mask: _RUNNING if any runs, _FAILED if any failed, _NOT_SKIPPED if
+# any is other than skipped. The rollup reads the mask once per node.
 _RUNNING, _FAILED, _NOT_SKIPPED = 1, 2, 4
 _MASK: dict[str, int] = {
     "running": _RUNNING | _NOT_SKIPPED,
@@ -190,9 +190,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 ):
                     piece = edge_tokens.get(edge_id)
                     if piece is None:
-                        piece = edge_tokens[edge_id] = (
-                            f"e{len(edge_id)}:{edge_id}" if edge_id.isascii() else memo.token(last)
-                        )
+                        piece = edge_tokens[edge_id] = edge_token(edge_id)
                     bkey = source[1] + piece
                     keys[id(target)] = (f"{target.node_id}:{bkey}", bkey)
         elif type(event) is NodeEntered:
@@ -288,7 +286,7 @@ class _Keys:
             edge = segment.edge
             token = self.tokens.get(edge)
             if token is None:
-                token = f"e{len(edge)}:{edge}" if edge.isascii() else segments_key((segment,))
+                token = edge_token(edge)
                 self.tokens[edge] = token
         else:
             ident = (segment.join, segment.of)

@@ -33,9 +33,6 @@ __all__ = ["Table", "TableSchema"]
 V = TypeVar("V")
 
 
-_new = object.__new__
-
-
 def _node_of(key: str) -> str:
     cut = key.find(":")
     return key if cut < 0 else key[:cut]
@@ -116,11 +113,7 @@ class Table(Mapping[str, V]):
         current = first.get(node)
         if current is None or key < current:
             first = first.set(node, key)
-        table: Table[V] = _new(Table)
-        table._entries = self._entries.set(key, value)
-        table._first = first
-        table._order = None
-        return table
+        return Table._of(self._entries.set(key, value), first)
 
     def first_key(self, node_id: str) -> str | None:
         """The smallest key of ``node_id`` in this table (the one an unqualified ref reads)."""

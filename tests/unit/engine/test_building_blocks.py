@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -84,6 +85,13 @@ def test_trusted_builders_equal_validated_models() -> None:
     )
     copied = build.frame_ref("n", "call", route, "e0").model_copy(update={"via_edge_id": "x"})
     assert copied.via_edge_id == "x"
+
+
+def test_a_builder_must_fill_every_field() -> None:
+    """A builder spec that leaves a field unfilled, or names one the model lacks, is refused."""
+    for params, renamed in (("other", {}), ("edge", {"extra": "edge"})):
+        with pytest.raises(TypeError, match="EdgeSegment builder must fill exactly"):
+            build._builder(EdgeSegment, params, **renamed)
 
 
 keys = st.from_regex(r"[a-c]:(e1:[0-9]){0,3}", fullmatch=True)

@@ -10,15 +10,12 @@ from pydantic import TypeAdapter
 
 from orchestration.encoding import NodeRef
 from orchestration.engine import Decided, Dispatch, Failed, RunEngine, SettleResult, Succeeded
-from orchestration.engine_plan import CompiledPlan
 from orchestration.predicates.structured import StructuredCell
-from orchestration.routes import branch_key
 from orchestration.runs import fold_run
 from orchestration.testing import PlanSketch
 from orchestration.types import (
     BooleanField,
     EnumField,
-    NodeEntered,
     OperatorStop,
     RawPlanView,
     RunEvent,
@@ -218,21 +215,3 @@ def test_fold_of_every_prefix_is_the_engine_state(
         assert folded.outcome == ("running" if length < len(events) else engine.outcome)
     decoded = EVENTS.validate_json(EVENTS.dump_json(events))
     assert fold_run(decoded).model_dump_json() == fold_run(events).model_dump_json()
-    assert_tails_cut_where_the_walk_does(view, events)
-
-
-def assert_tails_cut_where_the_walk_does(view: RawPlanView, events: list[RunEvent]) -> None:
-    """Every join arrival's prefix, cut in O(1) from the diamond's precomputed tail, is the
-    prefix the route walk finds (these plans hold clean diamonds only, so every arriving edge
-    has a tail)."""
-    plan = CompiledPlan(view)
-    for event in events:
-        if type(event) is not NodeEntered or event.frame.kind != "join":
-            continue
-        frame = event.frame
-        facts = plan.join(frame.node_id)
-        segments = frame.branch_id.segments
-        bkey = branch_key(frame.branch_id)
-        count, chars = facts.tails[frame.via_edge_id or ""]
-        walked = plan.cut_at_fork(segments, bkey, facts.fork)
-        assert walked == (len(segments) - count, len(bkey) - chars)
