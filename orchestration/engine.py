@@ -207,7 +207,9 @@ class RunEngine:
         self.digest = digest
         self._window = max(1, min(plan.max_concurrent, max_in_flight))
         self._log: list[RunEvent] = []
-        self._live: dict[str, Frame] = {}
+        # Live frames (queued, in flight, or waiting to arrive at a join) by node id, then key:
+        # opening a barrier counts only the frames on its region's nodes.
+        self._live: dict[str, dict[str, Frame]] = {}
         # Live frames a snapshot listed (by key, in creation order), and those created since.
         self._pending: dict[str, PendingFrame] = {}
         self._fresh: list[Frame] = []
@@ -718,7 +720,8 @@ class RunEngine:
         if fresh:
             live, pending = self._live, self._pending
             for frame in fresh:
-                if live.get(frame.key) is frame:
+                bucket = live.get(frame.node_id)
+                if bucket is not None and bucket.get(frame.key) is frame:
                     frame.pending = pending[frame.key] = pending_frame(
                         frame.ref, frame.outputs, frame.artifacts
                     )
@@ -732,7 +735,11 @@ class RunEngine:
         return states
 
     def _add_live(self, frame: Frame) -> None:
-        self._live[frame.key] = frame
+        bucket = self._live.get(frame.node_id)
+        if bucket is None:
+            self._live[frame.node_id] = {frame.key: frame}
+        else:
+            bucket[frame.key] = frame
         if frame.pending is None:
             self._fresh.append(frame)
         else:
@@ -742,7 +749,8 @@ class RunEngine:
             self._watched(frame, watchers, 1)
 
     def _remove_live(self, frame: Frame) -> None:
-        if self._live.pop(frame.key, None) is None:
+        bucket = self._live.get(frame.node_id)
+        if bucket is None or bucket.pop(frame.key, None) is None:
             return
         if self._pending:
             self._pending.pop(frame.key, None)
@@ -1057,10 +1065,13 @@ class RunEngine:
 
     def _open_barrier(self, barrier: Barrier) -> None:
         """Open a barrier: count the live frames that may still arrive, and watch its region."""
-        region = barrier.facts.region
         prefix = barrier.prefix_key
+        live = self._live
         barrier.live = sum(
-            1 for f in self._live.values() if f.node_id in region and f.bkey.startswith(prefix)
+            1
+            for node_id in barrier.facts.region_nodes
+            for f in live.get(node_id, {}).values()
+            if f.bkey.startswith(prefix)
         )
         self._barriers[barrier.key] = barrier
         for node_id in barrier.facts.region_nodes:

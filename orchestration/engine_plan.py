@@ -13,7 +13,7 @@ a diamond:
 * ``required`` is the number of distinct fork→join routes, parallel edges counted separately;
 * its **region** is the set of nodes strictly after the fork that can still reach the join,
   plus the join itself: a live frame on one of those nodes, on a route extending the barrier's
-  prefix, may still arrive. It is only ever used for membership.
+  prefix, may still arrive.
 
 Freeze refuses every plan this index cannot walk; the engine re-checks just enough (one entry,
 no dangling edge, no cycle, unique ids) to stay total, and refuses the rest with
@@ -79,8 +79,8 @@ class JoinFacts:
         required: Distinct fork→join routes: the arrivals that close the barrier.
         segment: The merged route's join segment, ``{join, of: sorted(all incoming ids)}``.
         segment_key: ``segments_key`` of that one segment.
-        region: Nodes from which a frame can still deliver an arrival (membership only).
-        region_nodes: The same nodes, in topological order (for iteration).
+        region_nodes: The nodes from which a frame can still deliver an arrival, in
+            topological order.
 
     """
 
@@ -89,7 +89,6 @@ class JoinFacts:
     required: int
     segment: JoinSegment
     segment_key: str
-    region: frozenset[str]
     region_nodes: tuple[str, ...]
 
 
@@ -285,6 +284,5 @@ class CompiledPlan:
             required=required,
             segment=segment,
             segment_key=segments_key((segment,)),
-            region=frozenset(region_nodes),
             region_nodes=region_nodes,
         )

@@ -381,6 +381,47 @@ def test_branch_inside_a_diamond_leaves_the_join_unsatisfiable() -> None:
     assert [p.frame.node_id for p in projection.frontier.frames] == ["z2"]
 
 
+def test_each_execution_of_a_diamond_counts_only_its_own_frames() -> None:
+    """Two executions of one diamond (a fan-out into its fork) keep separate barriers.
+
+    Neither branch fires toward the join, so each barrier is unsatisfiable once its own
+    execution's frames are gone. The first barrier to open must not count the other
+    execution's frame queued on the join (a different route): the run halts at once, before
+    that frame is entered.
+    """
+    view = (
+        PlanSketch()
+        .entry(BooleanField(path="flag"))
+        .call("a")
+        .call("f")
+        .branch("x", {"path": "entry:.flag", "op": "truthy"})
+        .call("w")
+        .join("j")
+        .edge("entry", "a")
+        .edge("a", "f")
+        .edge("a", "f")
+        .edge("f", "x")
+        .edge("f", "w")
+        .edge("x", "j", "match")
+        .edge("w", "j")
+        .view()
+    )
+    engine, events = drive(view, {"flag": False}, max_in_flight=1)
+    entered_joins = [
+        step[1] for step in trace(events) if step[0] == "entered" and step[1][0] == "j"
+    ]
+    assert len(entered_joins) == 1
+    assert trace(events)[-2:] == [
+        ("interrupted", "join_unsatisfiable", None),
+        ("run_settled", "halted"),
+    ]
+    projection = fold_run(events)
+    assert projection == engine.projection()
+    assert projection.interruption == JoinUnsatisfiable(node_id="j")
+    # The other execution's join frame is still queued, never entered.
+    assert [p.frame.node_id for p in projection.frontier.frames] == ["j"]
+
+
 @pytest.mark.parametrize(
     ("color", "taken", "ran"),
     [("red", "e1", "r"), ("blue", "e2", "bl"), ("green", "e3", "other")],
