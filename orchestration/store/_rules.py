@@ -20,8 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pydantic import TypeAdapter
 
 from orchestration.encoding import canonical_digest
-from orchestration.errors import RevisionOutOfRangeError
+from orchestration.errors import RevisionOutOfRangeError, RunNotFoundError
+from orchestration.ops import fold_ops
 from orchestration.types import (
+    CloneProvenance,
     NodeSettled,
     OutcomeOk,
     PlanOp,
@@ -34,6 +36,7 @@ from .base import (
     AppendRefused,
     ClaimOk,
     ClaimRefused,
+    CreateRefused,
     RevisionState,
     StateDigest,
     TransitionRefused,
@@ -91,6 +94,71 @@ def checked_revision(plan_id: str, current: int, revision: int | None) -> int:
             f'plan "{plan_id}" never reached revision {revision} (it is at {current})'
         )
     return revision
+
+
+def ops_since(ops: Iterable[PlanOp], since_lamport: int | None) -> list[PlanOp]:
+    """A fresh list of ``ops``, only those with ``lamport > since_lamport`` when it is given."""
+    if since_lamport is None:
+        return list(ops)
+    return [op for op in ops if op.lamport > since_lamport]
+
+
+def check_run_to_append(plan_id: str, claimed: str | None, run_id: str) -> None:
+    """Admit events for ``run_id`` only if it is the plan's claimed run.
+
+    Raises:
+        RunNotFoundError: the plan has no run, or another one.
+
+    """
+    if claimed is None or claimed != run_id:
+        raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
+
+
+def check_run_to_read(plan_id: str, claimed: str | None, run_id: str | None) -> None:
+    """Admit a read of ``run_id``'s events (``None``: whichever run the plan claimed).
+
+    Raises:
+        RunNotFoundError: the plan has no run, or not ``run_id``.
+
+    """
+    if claimed is None:
+        raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
+    if run_id is not None and run_id != claimed:
+        raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
+
+
+def screen_clone(source_revision: int, at_revision: int | None) -> CreateRefused | int:
+    """The revision a clone copies (default: the source's), or ``revision_missing``.
+
+    The store checks ``source_missing`` and ``duplicate_id`` first, in that order.
+    """
+    revision = source_revision if at_revision is None else at_revision
+    if not 0 <= revision <= source_revision:
+        return CreateRefused(reason="revision_missing")
+    return revision
+
+
+def clone_provenance(
+    source_id: str,
+    ops: Sequence[PlanOp],
+    source_provenance: PlanProvenance | None,
+    completed: Iterable[str],
+) -> CloneProvenance:
+    """A clone's lineage: the source's digest over ``ops``, the prefix the clone copies.
+
+    Args:
+        source_id: The plan cloned.
+        ops: The source's first ``revision`` ops, which the clone starts from.
+        source_provenance: The source's own lineage, which its digest folds in.
+        completed: The node ids the source's run settled ``ok``, in log order.
+
+    """
+    return CloneProvenance(
+        parent=source_id,
+        parent_digest=fold_ops(source_id, ops, source_provenance).view.digest,
+        parent_revision=len(ops),
+        completed_at_clone=tuple(completed),
+    )
 
 
 def screen_append(

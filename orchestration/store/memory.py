@@ -18,11 +18,10 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from orchestration.errors import PlanNotFoundError, RunNotFoundError
+from orchestration.errors import PlanNotFoundError
 from orchestration.ops import FoldResult, fold_ops
 from orchestration.types import (
     ApprovalRecord,
-    CloneProvenance,
     PlanOp,
     PlanProvenance,
     PlanState,
@@ -124,21 +123,16 @@ class MemoryPlanStore:
                 return CreateRefused(reason="source_missing")
             if new_id in self._plans:
                 return CreateRefused(reason="duplicate_id")
-            revision = len(source.ops) if at_revision is None else at_revision
-            if not 0 <= revision <= len(source.ops):
-                return CreateRefused(reason="revision_missing")
+            revision = _rules.screen_clone(len(source.ops), at_revision)
+            if isinstance(revision, CreateRefused):
+                return revision
             ops = source.ops[:revision]
-            parent_digest = fold_ops(source_id, ops, source.provenance).view.digest
-            provenance = CloneProvenance(
-                parent=source_id,
-                parent_digest=parent_digest,
-                parent_revision=revision,
-                completed_at_clone=_rules.settled_ok_node_ids(source.events),
-            )
             clone = _Plan(
                 plan_id=new_id,
                 label=source.label,
-                provenance=provenance,
+                provenance=_rules.clone_provenance(
+                    source_id, ops, source.provenance, _rules.settled_ok_node_ids(source.events)
+                ),
                 digest="",
                 node_count=0,
                 updated_at=self._clock(),
@@ -194,9 +188,7 @@ class MemoryPlanStore:
         async with self._lock:
             plan = self._get("read_ops", plan_id)
             ops = plan.ops[: _rules.checked_revision(plan_id, len(plan.ops), through_revision)]
-        if since_lamport is None:
-            return ops
-        return [op for op in ops if op.lamport > since_lamport]
+        return _rules.ops_since(ops, since_lamport)
 
     async def read_provenance(self, plan_id: str) -> PlanProvenance | None:
         """The plan's lineage, or ``None`` when it was authored from scratch.
@@ -305,8 +297,7 @@ class MemoryPlanStore:
         """
         async with self._lock:
             plan = self._get("append_run_events", plan_id)
-            if plan.run_id is None or plan.run_id != run_id:
-                raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
+            _rules.check_run_to_append(plan_id, plan.run_id, run_id)
             if events:
                 plan.events.extend(events)
                 plan.updated_at = self._clock()
@@ -321,10 +312,7 @@ class MemoryPlanStore:
         """
         async with self._lock:
             plan = self._get("read_run_events", plan_id)
-            if plan.run_id is None:
-                raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
-            if run_id is not None and run_id != plan.run_id:
-                raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
+            _rules.check_run_to_read(plan_id, plan.run_id, run_id)
             return list(plan.events)
 
     async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:

@@ -17,32 +17,30 @@ connection to that database:
   them applies a pending migration, the others wait and then see it applied. A database written
   by a newer layout is refused (:class:`SchemaVersionError`), never rewritten.
 
-Records are stored as the JSON text the pydantic models emit and read back with
-``validate_json``, exactly as the SQLite store does (only JSON mode decodes the value tags), and
-the run-event query for a clone's ``completedAtClone`` is answered by the shared rule over the
-parsed events rather than by SQL over JSON, so the stores cannot disagree on it. The tables are
-prefixed ``orch_`` so that the store can share a database with other applications.
+The statements, and the records' JSON columns, are those of the SQLite store (:mod:`._sql`,
+:mod:`._rows`); the tables are prefixed ``orch_`` so that the store can share a database with
+other applications. The run-event query for a clone's ``completedAtClone`` is answered by the
+shared rule over the parsed events rather than by SQL over JSON, so the stores cannot disagree
+on it.
 
 Each store owns an ``AsyncConnectionPool`` (psycopg 3), opened on first use so that
-constructing the store does no I/O. Parsed op logs of recently used plans are kept per store;
-they stay exact across hosts because a committed position of an append-only log never changes.
+constructing the store does no I/O. Parsed op logs of recently used plans are kept per store
+(:mod:`._oplog`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection, InterfaceError
 from psycopg_pool import AsyncConnectionPool
 
-from orchestration.errors import OrchestrationError, PlanNotFoundError, RunNotFoundError
+from orchestration.errors import OrchestrationError
 from orchestration.ops import FoldResult, fold_ops
 from orchestration.types import (
     ApprovalRecord,
-    CloneProvenance,
     PlanOp,
     PlanProvenance,
     PlanState,
@@ -51,7 +49,8 @@ from orchestration.types import (
     TemplateProvenance,
 )
 
-from . import _rules
+from . import _oplog, _rows, _rules
+from ._sql import POSTGRES, RowLock, Statements
 from .base import (
     AppendOk,
     AppendRefused,
@@ -112,8 +111,7 @@ _DDL_LOCK = "orchestration.store.postgres/schema"
 
 _T = TypeVar("_T")
 
-_CACHED_LOGS = 64
-"""How many plans' parsed op logs a store keeps, most recently used first."""
+_SQL = Statements(POSTGRES)
 
 _Work = Callable[[AsyncConnection[Any], dict[str, list[PlanOp]]], Awaitable[_T]]
 
@@ -195,7 +193,7 @@ class PostgresPlanStore:
         self._opened = False
         self._closed = False
         self._opening = asyncio.Lock()
-        self._logs: OrderedDict[str, list[PlanOp]] = OrderedDict()
+        self._logs = _oplog.OpLogCache()
 
     # ----------------------------------------------------------------------------------------
     # Pool and transactions
@@ -224,12 +222,7 @@ class PostgresPlanStore:
         seen: dict[str, list[PlanOp]] = {}
         async with pool.connection() as conn, conn.transaction():
             result = await work(conn, seen)
-        for plan_id, log in seen.items():
-            if len(log) >= len(self._logs.get(plan_id, ())):
-                self._logs[plan_id] = log
-            self._logs.move_to_end(plan_id)
-        while len(self._logs) > _CACHED_LOGS:
-            self._logs.popitem(last=False)
+        self._logs.remember(seen)
         return result
 
     # ----------------------------------------------------------------------------------------
@@ -243,16 +236,10 @@ class PostgresPlanStore:
         plan_id: str,
         columns: str,
         *,
-        lock: str = "",
+        lock: RowLock | None = None,
     ) -> tuple[Any, ...]:
-        cursor = await conn.execute(
-            f"SELECT {columns} FROM orch_plans WHERE plan_id = %s {lock}",
-            (plan_id,),
-        )
-        row = await cursor.fetchone()
-        if row is None:
-            raise PlanNotFoundError(_rules.plan_not_found_message(method, plan_id))
-        return tuple(row)
+        cursor = await conn.execute(_SQL.plan(columns, lock), (plan_id,))
+        return _rows.found(await cursor.fetchone(), method, plan_id)
 
     async def _log(
         self,
@@ -266,29 +253,17 @@ class PostgresPlanStore:
 
         The returned list may be shared with the cache; callers copy it before handing it out.
         """
-        known = seen.get(plan_id) or self._logs.get(plan_id, [])
-        if len(known) >= through:
-            return known[:through] if len(known) > through else known
-        cursor = await conn.execute(
-            "SELECT body FROM orch_ops WHERE plan_id = %s AND position >= %s AND position < %s"
-            " ORDER BY position",
-            (plan_id, len(known), through),
-        )
-        log = [*known, *(_rules.OP_JSON.validate_json(body) for (body,) in await cursor.fetchall())]
-        if through == current:
-            seen[plan_id] = log
-        return log
-
-    @staticmethod
-    def _provenance(text: str | None) -> PlanProvenance | None:
-        return None if text is None else _rules.PROVENANCE_JSON.validate_json(text)
+        log = self._logs.known(seen, plan_id)
+        if len(log) < through:
+            cursor = await conn.execute(_SQL.op_bodies, (plan_id, len(log), through))
+            rows = await cursor.fetchall()
+            log = _oplog.extended(seen, plan_id, log, rows, whole=through == current)
+        return _oplog.prefix(log, through)
 
     @staticmethod
     async def _events(conn: AsyncConnection[Any], plan_id: str) -> list[RunEvent]:
-        cursor = await conn.execute(
-            "SELECT body FROM orch_run_events WHERE plan_id = %s ORDER BY position", (plan_id,)
-        )
-        return [_rules.EVENT_JSON.validate_json(body) for (body,) in await cursor.fetchall()]
+        cursor = await conn.execute(_SQL.event_bodies, (plan_id,))
+        return _rows.events(await cursor.fetchall())
 
     # ----------------------------------------------------------------------------------------
     # PlanStore
@@ -303,18 +278,20 @@ class PostgresPlanStore:
     ) -> CreateOk | CreateRefused:
         """Create an empty ``editable`` plan (revision 0); ``duplicate_id`` if it exists."""
         digest = fold_ops(plan_id, (), provenance).view.digest
-        provenance_json = None if provenance is None else provenance.model_dump_json()
 
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> CreateOk | CreateRefused:
-            cursor = await conn.execute(
-                "INSERT INTO orch_plans (plan_id, state, revision, digest, node_count, label,"
-                " provenance, updated_at) VALUES (%s, 'editable', 0, %s, 0, %s, %s, %s)"
-                " ON CONFLICT (plan_id) DO NOTHING",
-                (plan_id, digest, label, provenance_json, self._clock()),
+            row = _rows.new_plan(
+                plan_id,
+                revision=0,
+                digest=digest,
+                node_count=0,
+                label=label,
+                provenance=provenance,
+                updated_at=self._clock(),
             )
-            if cursor.rowcount == 0:
+            if (await conn.execute(_SQL.insert_plan, row)).rowcount == 0:
                 return CreateRefused(reason="duplicate_id")
             return CreateOk(plan_id=plan_id, revision=0, digest=digest)
 
@@ -332,50 +309,38 @@ class PostgresPlanStore:
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> CreateOk | CreateRefused:
             cursor = await conn.execute(
-                "SELECT revision, label, provenance FROM orch_plans WHERE plan_id = %s FOR SHARE",
-                (source_id,),
+                _SQL.plan("revision, label, provenance", "share"), (source_id,)
             )
             source = await cursor.fetchone()
             if source is None:
                 return CreateRefused(reason="source_missing")
-            cursor = await conn.execute("SELECT 1 FROM orch_plans WHERE plan_id = %s", (new_id,))
-            if await cursor.fetchone() is not None:
+            if await (await conn.execute(_SQL.plan_exists, (new_id,))).fetchone() is not None:
                 return CreateRefused(reason="duplicate_id")
             source_revision, label, source_provenance = source
-            revision = source_revision if at_revision is None else at_revision
-            if not 0 <= revision <= source_revision:
-                return CreateRefused(reason="revision_missing")
+            revision = _rules.screen_clone(source_revision, at_revision)
+            if isinstance(revision, CreateRefused):
+                return revision
             ops = await self._log(conn, seen, source_id, revision, source_revision)
-            parent = fold_ops(source_id, ops, self._provenance(source_provenance)).view
-            provenance = CloneProvenance(
-                parent=source_id,
-                parent_digest=parent.digest,
-                parent_revision=revision,
-                completed_at_clone=_rules.settled_ok_node_ids(await self._events(conn, source_id)),
+            provenance = _rules.clone_provenance(
+                source_id,
+                ops,
+                _rows.provenance(source_provenance),
+                _rules.settled_ok_node_ids(await self._events(conn, source_id)),
             )
             view = fold_ops(new_id, ops, provenance).view
-            cursor = await conn.execute(
-                "INSERT INTO orch_plans (plan_id, state, revision, digest, node_count, label,"
-                " provenance, updated_at) VALUES (%s, 'editable', %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (plan_id) DO NOTHING",
-                (
-                    new_id,
-                    revision,
-                    view.digest,
-                    len(view.nodes),
-                    label,
-                    provenance.model_dump_json(),
-                    self._clock(),
-                ),
+            row = _rows.new_plan(
+                new_id,
+                revision=revision,
+                digest=view.digest,
+                node_count=len(view.nodes),
+                label=label,
+                provenance=provenance,
+                updated_at=self._clock(),
             )
-            if cursor.rowcount == 0:  # created by another host since the check above
+            # Nothing locks the new id: another host may have created it since the check above.
+            if (await conn.execute(_SQL.insert_plan, row)).rowcount == 0:
                 return CreateRefused(reason="duplicate_id")
-            await conn.execute(
-                "INSERT INTO orch_ops (plan_id, position, op_id, fingerprint, body)"
-                " SELECT %s, position, op_id, fingerprint, body FROM orch_ops"
-                " WHERE plan_id = %s AND position < %s",
-                (new_id, source_id, revision),
-            )
+            await conn.execute(_SQL.copy_ops, (new_id, source_id, revision))
             seen[new_id] = ops
             return CreateOk(plan_id=new_id, revision=revision, digest=view.digest)
 
@@ -395,23 +360,16 @@ class PostgresPlanStore:
 
         """
         batch = list(ops)
-        op_ids = [op.op_id for op in batch]
+        op_ids = _SQL.op_ids([op.op_id for op in batch])
 
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> AppendOk | AppendRefused:
             state, revision, digest, provenance = await self._row(
-                conn,
-                "append_ops",
-                plan_id,
-                "state, revision, digest, provenance",
-                lock="FOR UPDATE",
+                conn, "append_ops", plan_id, "state, revision, digest, provenance", lock="update"
             )
-            cursor = await conn.execute(
-                "SELECT op_id, fingerprint FROM orch_ops WHERE plan_id = %s AND op_id = ANY(%s)",
-                (plan_id, op_ids),
-            )
-            known = {op_id: fingerprint for op_id, fingerprint in await cursor.fetchall()}
+            cursor = await conn.execute(_SQL.known_fingerprints, (plan_id, op_ids))
+            known = dict(await cursor.fetchall())
             decision = _rules.screen_append(state, revision, batch, known, expected_revision)
             if isinstance(decision, AppendRefused):
                 return decision
@@ -419,20 +377,13 @@ class PostgresPlanStore:
                 return AppendOk(revision=revision, digest=digest)
             prefix = await self._log(conn, seen, plan_id, revision, revision)
             log = [*prefix, *(op for op, _ in decision)]
-            view = fold_ops(plan_id, log, self._provenance(provenance)).view
+            view = fold_ops(plan_id, log, _rows.provenance(provenance)).view
             async with conn.cursor() as insert:
                 await insert.executemany(
-                    "INSERT INTO orch_ops (plan_id, position, op_id, fingerprint, body)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    [
-                        (plan_id, revision + i, op.op_id, fingerprint, op.model_dump_json())
-                        for i, (op, fingerprint) in enumerate(decision)
-                    ],
+                    _SQL.insert_ops, _rows.new_ops(plan_id, revision, decision)
                 )
             await conn.execute(
-                "UPDATE orch_plans SET revision = %s, digest = %s, node_count = %s,"
-                " updated_at = %s WHERE plan_id = %s",
-                (len(log), view.digest, len(view.nodes), self._clock(), plan_id),
+                _SQL.set_log, (len(log), view.digest, len(view.nodes), self._clock(), plan_id)
             )
             seen[plan_id] = log
             return AppendOk(revision=len(log), digest=view.digest)
@@ -458,9 +409,7 @@ class PostgresPlanStore:
             (current,) = await self._row(conn, "read_ops", plan_id, "revision")
             through = _rules.checked_revision(plan_id, current, through_revision)
             log = await self._log(conn, seen, plan_id, through, current)
-            if since_lamport is None:
-                return list(log)
-            return [op for op in log if op.lamport > since_lamport]
+            return _rules.ops_since(log, since_lamport)
 
         return await self._transaction(work)
 
@@ -471,7 +420,7 @@ class PostgresPlanStore:
             PlanNotFoundError: unknown plan.
 
         """
-        return self._provenance(await self._column("read_provenance", plan_id, "provenance"))
+        return _rows.provenance(await self._column("read_provenance", plan_id, "provenance"))
 
     async def read_state(self, plan_id: str) -> PlanStateRecord:
         """The lifecycle state now, with the current digest and revision.
@@ -504,7 +453,7 @@ class PostgresPlanStore:
             current, provenance = await self._row(conn, "fold", plan_id, "revision, provenance")
             through = _rules.checked_revision(plan_id, current, revision)
             ops = await self._log(conn, seen, plan_id, through, current)
-            return fold_ops(plan_id, ops, self._provenance(provenance))
+            return fold_ops(plan_id, ops, _rows.provenance(provenance))
 
         return await self._transaction(work)
 
@@ -525,22 +474,12 @@ class PostgresPlanStore:
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> TransitionOk | TransitionRefused:
             state, digest, revision = await self._row(
-                conn, "transition", plan_id, "state, digest, revision", lock="FOR UPDATE"
+                conn, "transition", plan_id, "state, digest, revision", lock="update"
             )
             refusal = _rules.screen_transition(plan_id, state, digest, request)
             if refusal is not None:
                 return refusal
-            approval = request.approval if request.to == "executable" else None
-            await conn.execute(
-                "UPDATE orch_plans SET state = %s, approval = COALESCE(%s, approval),"
-                " updated_at = %s WHERE plan_id = %s",
-                (
-                    request.to,
-                    None if approval is None else approval.model_dump_json(),
-                    self._clock(),
-                    plan_id,
-                ),
-            )
+            await conn.execute(_SQL.set_state, _rows.new_state(plan_id, request, self._clock()))
             return TransitionOk(revision=revision)
 
         return await self._transaction(work)
@@ -552,8 +491,7 @@ class PostgresPlanStore:
             PlanNotFoundError: unknown plan.
 
         """
-        text = await self._column("read_approval", plan_id, "approval")
-        return None if text is None else ApprovalRecord.model_validate_json(text)
+        return _rows.approval(await self._column("read_approval", plan_id, "approval"))
 
     async def claim_run(
         self, plan_id: str, expected_digest: str, run_id: str
@@ -569,15 +507,12 @@ class PostgresPlanStore:
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> ClaimOk | ClaimRefused:
             state, digest, existing = await self._row(
-                conn, "claim_run", plan_id, "state, digest, run_id", lock="FOR UPDATE"
+                conn, "claim_run", plan_id, "state, digest, run_id", lock="update"
             )
             answer = _rules.screen_claim(state, digest, existing, expected_digest, run_id)
             if answer is not None:
                 return answer
-            await conn.execute(
-                "UPDATE orch_plans SET run_id = %s, updated_at = %s WHERE plan_id = %s",
-                (run_id, self._clock(), plan_id),
-            )
+            await conn.execute(_SQL.set_run, (run_id, self._clock(), plan_id))
             return ClaimOk(run_id=run_id, resumed=False)
 
         return await self._transaction(work)
@@ -605,27 +540,18 @@ class PostgresPlanStore:
 
         async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> None:
             (claimed,) = await self._row(
-                conn, "append_run_events", plan_id, "run_id", lock="FOR UPDATE"
+                conn, "append_run_events", plan_id, "run_id", lock="update"
             )
-            if claimed is None or claimed != run_id:
-                raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
+            _rules.check_run_to_append(plan_id, claimed, run_id)
             if not bodies:
                 return
-            cursor = await conn.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM orch_run_events WHERE plan_id = %s",
-                (plan_id,),
-            )
-            row = await cursor.fetchone()
+            row = await (await conn.execute(_SQL.next_event_position, (plan_id,))).fetchone()
             start: int = 0 if row is None else row[0]
             async with conn.cursor() as insert:
                 await insert.executemany(
-                    "INSERT INTO orch_run_events (plan_id, position, body) VALUES (%s, %s, %s)",
-                    [(plan_id, start + i, body) for i, body in enumerate(bodies)],
+                    _SQL.insert_events, _rows.new_events(plan_id, start, bodies)
                 )
-            await conn.execute(
-                "UPDATE orch_plans SET updated_at = %s WHERE plan_id = %s",
-                (self._clock(), plan_id),
-            )
+            await conn.execute(_SQL.touch, (self._clock(), plan_id))
 
         await self._transaction(work)
 
@@ -640,10 +566,7 @@ class PostgresPlanStore:
 
         async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> list[RunEvent]:
             (claimed,) = await self._row(conn, "read_run_events", plan_id, "run_id")
-            if claimed is None:
-                raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
-            if run_id is not None and run_id != claimed:
-                raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
+            _rules.check_run_to_read(plan_id, claimed, run_id)
             return await self._events(conn, plan_id)
 
         return await self._transaction(work)
@@ -654,33 +577,8 @@ class PostgresPlanStore:
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> list[PlanSummary]:
-            cursor = await conn.execute(
-                "SELECT plan_id, state, digest, revision, node_count, label, provenance,"
-                " updated_at FROM orch_plans WHERE %s::text IS NULL OR state = %s ORDER BY seq",
-                (state, state),
-            )
-            return [
-                PlanSummary(
-                    plan_id=plan_id,
-                    state=plan_state,
-                    digest=digest,
-                    revision=revision,
-                    node_count=node_count,
-                    label=label,
-                    provenance=self._provenance(provenance),
-                    updated_at=updated_at,
-                )
-                for (
-                    plan_id,
-                    plan_state,
-                    digest,
-                    revision,
-                    node_count,
-                    label,
-                    provenance,
-                    updated_at,
-                ) in await cursor.fetchall()
-            ]
+            cursor = await conn.execute(_SQL.list_plans, (state, state))
+            return [_rows.summary(row) for row in await cursor.fetchall()]
 
         return await self._transaction(work)
 

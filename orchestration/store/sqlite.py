@@ -12,13 +12,11 @@ One SQLite file holds every plan. Several OS processes on one machine may open i
 * Commits use ``synchronous=FULL``: an acknowledged write (a run claim above all) survives a
   crash of the process or of the machine.
 
-Records are stored as the JSON the pydantic models emit and are read back with
-``validate_json``: only JSON mode decodes the value tags (``{"$ref": ...}``, ``{"$bytes": ...}``),
-so a round trip gives back the same values of the same types. The current digest, revision and
-node count are kept in the ``plans`` row and recomputed by folding when the log changes, so
-``read_state`` and ``list_plans`` never refold. An append does refold the whole log; to spare it
-re-parsing the log too, each store keeps the parsed logs of recently used plans, which stay
-exact across processes because a committed position of an append-only log never changes.
+The statements, and the records' JSON columns, are those of the PostgreSQL store (:mod:`._sql`,
+:mod:`._rows`). The current digest, revision and node count are kept in the ``plans`` row and
+recomputed by folding when the log changes, so ``read_state`` and ``list_plans`` never refold.
+An append does refold the whole log; each store keeps the parsed logs of recently used plans
+(:mod:`._oplog`) to spare it re-parsing the log too.
 
 The stdlib driver blocks, so each call runs on a worker thread (``asyncio.to_thread``) over the
 store's one connection, which a ``threading.Lock`` serialises. A call whose awaiting task is
@@ -28,26 +26,19 @@ cancelled still runs its transaction to the end (commit or rollback) on that thr
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from orchestration.errors import (
-    OrchestrationError,
-    PlanNotFoundError,
-    RunNotFoundError,
-)
+from orchestration.errors import OrchestrationError
 from orchestration.ops import FoldResult, fold_ops
 from orchestration.types import (
     ApprovalRecord,
-    CloneProvenance,
     PlanOp,
     PlanProvenance,
     PlanState,
@@ -56,7 +47,8 @@ from orchestration.types import (
     TemplateProvenance,
 )
 
-from . import _rules
+from . import _oplog, _rows, _rules
+from ._sql import SQLITE, RowLock, Statements
 from .base import (
     AppendOk,
     AppendRefused,
@@ -108,8 +100,7 @@ CREATE TABLE IF NOT EXISTS run_events (
 
 _T = TypeVar("_T")
 
-_CACHED_LOGS = 64
-"""How many plans' parsed op logs a store keeps, most recently used first."""
+_SQL = Statements(SQLITE)
 
 
 class SchemaVersionError(OrchestrationError):
@@ -159,8 +150,9 @@ class SqlitePlanStore:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        # Parsed op logs of committed revisions (see _log); touched only under self._lock.
-        self._logs: OrderedDict[str, list[PlanOp]] = OrderedDict()
+        # Parsed op logs (see _log), and those the running transaction parsed; touched only
+        # under self._lock, which also makes one _seen enough for every transaction.
+        self._logs = _oplog.OpLogCache()
         self._seen: dict[str, list[PlanOp]] = {}
 
     # ----------------------------------------------------------------------------------------
@@ -233,12 +225,7 @@ class SqlitePlanStore:
             try:
                 with _transaction(conn, begin):
                     result = work(conn)
-                # Only logs of a committed transaction may be remembered.
-                for plan_id, log in self._seen.items():
-                    self._logs[plan_id] = log
-                    self._logs.move_to_end(plan_id)
-                while len(self._logs) > _CACHED_LOGS:
-                    self._logs.popitem(last=False)
+                self._logs.remember(self._seen)  # only once the transaction committed
                 return result
             finally:
                 self._seen.clear()
@@ -262,38 +249,30 @@ class SqlitePlanStore:
     # ----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _revision(conn: sqlite3.Connection, method: str, plan_id: str) -> int:
-        row = conn.execute("SELECT revision FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
-        if row is None:
-            raise PlanNotFoundError(_rules.plan_not_found_message(method, plan_id))
-        revision: int = row[0]
-        return revision
+    def _row(
+        conn: sqlite3.Connection,
+        method: str,
+        plan_id: str,
+        columns: str,
+        *,
+        lock: RowLock | None = None,
+    ) -> tuple[Any, ...]:
+        """The plan's ``columns``; ``lock`` adds nothing, as a write already holds the file's."""
+        row = conn.execute(_SQL.plan(columns, lock), (plan_id,)).fetchone()
+        return _rows.found(row, method, plan_id)
 
     def _log(
         self, conn: sqlite3.Connection, plan_id: str, through: int, current: int
     ) -> list[PlanOp]:
         """The first ``through`` ops of a plan at revision ``current``, parsing only what's new.
 
-        Ops are append-only and a committed position never changes, so any remembered prefix
-        of a committed log is exact: only the rows past it are read and parsed. The returned
-        list is shared with the cache; callers copy it before handing it out.
+        The returned list may be shared with the cache; callers copy it before handing it out.
         """
-        known = self._logs.get(plan_id, [])
-        if len(known) >= through:
-            return known[:through] if len(known) > through else known
-        rows = conn.execute(
-            "SELECT body FROM ops WHERE plan_id = ? AND position >= ? AND position < ?"
-            " ORDER BY position",
-            (plan_id, len(known), through),
-        )
-        log = [*known, *(_rules.OP_JSON.validate_json(body) for (body,) in rows)]
-        if through == current:
-            self._seen[plan_id] = log
-        return log
-
-    @staticmethod
-    def _provenance(text: str | None) -> PlanProvenance | None:
-        return None if text is None else _rules.PROVENANCE_JSON.validate_json(text)
+        log = self._logs.known(self._seen, plan_id)
+        if len(log) < through:
+            rows = conn.execute(_SQL.op_bodies, (plan_id, len(log), through))
+            log = _oplog.extended(self._seen, plan_id, log, rows, whole=through == current)
+        return _oplog.prefix(log, through)
 
     # ----------------------------------------------------------------------------------------
     # PlanStore
@@ -308,17 +287,19 @@ class SqlitePlanStore:
     ) -> CreateOk | CreateRefused:
         """Create an empty ``editable`` plan (revision 0); ``duplicate_id`` if it exists."""
         digest = fold_ops(plan_id, (), provenance).view.digest
-        provenance_json = None if provenance is None else provenance.model_dump_json()
 
         def work(conn: sqlite3.Connection) -> CreateOk | CreateRefused:
-            exists = conn.execute("SELECT 1 FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
-            if exists is not None:
-                return CreateRefused(reason="duplicate_id")
-            conn.execute(
-                "INSERT INTO plans (plan_id, state, revision, digest, node_count, label,"
-                " provenance, updated_at) VALUES (?, 'editable', 0, ?, 0, ?, ?, ?)",
-                (plan_id, digest, label, provenance_json, self._clock()),
+            row = _rows.new_plan(
+                plan_id,
+                revision=0,
+                digest=digest,
+                node_count=0,
+                label=label,
+                provenance=provenance,
+                updated_at=self._clock(),
             )
+            if conn.execute(_SQL.insert_plan, row).rowcount == 0:
+                return CreateRefused(reason="duplicate_id")
             return CreateOk(plan_id=plan_id, revision=0, digest=digest)
 
         return await self._writing(work)
@@ -333,50 +314,42 @@ class SqlitePlanStore:
 
         def work(conn: sqlite3.Connection) -> CreateOk | CreateRefused:
             source = conn.execute(
-                "SELECT revision, label, provenance FROM plans WHERE plan_id = ?", (source_id,)
+                _SQL.plan("revision, label, provenance", "share"), (source_id,)
             ).fetchone()
             if source is None:
                 return CreateRefused(reason="source_missing")
-            if conn.execute("SELECT 1 FROM plans WHERE plan_id = ?", (new_id,)).fetchone():
+            if conn.execute(_SQL.plan_exists, (new_id,)).fetchone() is not None:
                 return CreateRefused(reason="duplicate_id")
             source_revision, label, source_provenance = source
-            revision = source_revision if at_revision is None else at_revision
-            if not 0 <= revision <= source_revision:
-                return CreateRefused(reason="revision_missing")
+            revision = _rules.screen_clone(source_revision, at_revision)
+            if isinstance(revision, CreateRefused):
+                return revision
             ops = self._log(conn, source_id, revision, source_revision)
-            parent = fold_ops(source_id, ops, self._provenance(source_provenance)).view
+            # SQLite answers this from the stored JSON, sparing the parse of every event.
             completed = conn.execute(
                 "SELECT json_extract(body, '$.frame.nodeId') FROM run_events"
                 " WHERE plan_id = ? AND json_extract(body, '$.kind') = 'node_settled'"
                 " AND json_extract(body, '$.outcome.status') = 'ok' ORDER BY position",
                 (source_id,),
             ).fetchall()
-            provenance = CloneProvenance(
-                parent=source_id,
-                parent_digest=parent.digest,
-                parent_revision=revision,
-                completed_at_clone=tuple(node_id for (node_id,) in completed),
+            provenance = _rules.clone_provenance(
+                source_id,
+                ops,
+                _rows.provenance(source_provenance),
+                (node_id for (node_id,) in completed),
             )
             view = fold_ops(new_id, ops, provenance).view
-            conn.execute(
-                "INSERT INTO plans (plan_id, state, revision, digest, node_count, label,"
-                " provenance, updated_at) VALUES (?, 'editable', ?, ?, ?, ?, ?, ?)",
-                (
-                    new_id,
-                    revision,
-                    view.digest,
-                    len(view.nodes),
-                    label,
-                    provenance.model_dump_json(),
-                    self._clock(),
-                ),
+            row = _rows.new_plan(
+                new_id,
+                revision=revision,
+                digest=view.digest,
+                node_count=len(view.nodes),
+                label=label,
+                provenance=provenance,
+                updated_at=self._clock(),
             )
-            conn.execute(
-                "INSERT INTO ops (plan_id, position, op_id, fingerprint, body)"
-                " SELECT ?, position, op_id, fingerprint, body FROM ops"
-                " WHERE plan_id = ? AND position < ?",
-                (new_id, source_id, revision),
-            )
+            conn.execute(_SQL.insert_plan, row)  # new_id is free: the write lock is held
+            conn.execute(_SQL.copy_ops, (new_id, source_id, revision))
             self._seen[new_id] = ops
             return CreateOk(plan_id=new_id, revision=revision, digest=view.digest)
 
@@ -396,43 +369,24 @@ class SqlitePlanStore:
 
         """
         batch = list(ops)
-        op_ids = [op.op_id for op in batch]
+        op_ids = _SQL.op_ids([op.op_id for op in batch])
 
         def work(conn: sqlite3.Connection) -> AppendOk | AppendRefused:
-            row = conn.execute(
-                "SELECT state, revision, digest, provenance FROM plans WHERE plan_id = ?",
-                (plan_id,),
-            ).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("append_ops", plan_id))
-            state, revision, digest, provenance = row
-            known = dict(
-                conn.execute(
-                    "SELECT op_id, fingerprint FROM ops WHERE plan_id = ?"
-                    " AND op_id IN (SELECT value FROM json_each(?))",
-                    (plan_id, json.dumps(op_ids)),
-                ).fetchall()
+            state, revision, digest, provenance = self._row(
+                conn, "append_ops", plan_id, "state, revision, digest, provenance", lock="update"
             )
+            known = dict(conn.execute(_SQL.known_fingerprints, (plan_id, op_ids)).fetchall())
             decision = _rules.screen_append(state, revision, batch, known, expected_revision)
             if isinstance(decision, AppendRefused):
                 return decision
             if not decision:
                 return AppendOk(revision=revision, digest=digest)
             log = [*self._log(conn, plan_id, revision, revision), *(op for op, _ in decision)]
-            view = fold_ops(plan_id, log, self._provenance(provenance)).view
-            conn.executemany(
-                "INSERT INTO ops (plan_id, position, op_id, fingerprint, body)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (plan_id, revision + i, op.op_id, fingerprint, op.model_dump_json())
-                    for i, (op, fingerprint) in enumerate(decision)
-                ],
-            )
+            view = fold_ops(plan_id, log, _rows.provenance(provenance)).view
+            conn.executemany(_SQL.insert_ops, _rows.new_ops(plan_id, revision, decision))
             self._seen[plan_id] = log
             conn.execute(
-                "UPDATE plans SET revision = ?, digest = ?, node_count = ?, updated_at = ?"
-                " WHERE plan_id = ?",
-                (len(log), view.digest, len(view.nodes), self._clock(), plan_id),
+                _SQL.set_log, (len(log), view.digest, len(view.nodes), self._clock(), plan_id)
             )
             return AppendOk(revision=len(log), digest=view.digest)
 
@@ -454,12 +408,9 @@ class SqlitePlanStore:
         """
 
         def work(conn: sqlite3.Connection) -> list[PlanOp]:
-            current = self._revision(conn, "read_ops", plan_id)
+            (current,) = self._row(conn, "read_ops", plan_id, "revision")
             through = _rules.checked_revision(plan_id, current, through_revision)
-            log = self._log(conn, plan_id, through, current)
-            if since_lamport is None:
-                return list(log)
-            return [op for op in log if op.lamport > since_lamport]
+            return _rules.ops_since(self._log(conn, plan_id, through, current), since_lamport)
 
         return await self._reading(work)
 
@@ -470,8 +421,7 @@ class SqlitePlanStore:
             PlanNotFoundError: unknown plan.
 
         """
-        text = await self._column("read_provenance", plan_id, "provenance")
-        return self._provenance(text)
+        return _rows.provenance(await self._column("read_provenance", plan_id, "provenance"))
 
     async def read_state(self, plan_id: str) -> PlanStateRecord:
         """The lifecycle state now, with the current digest and revision.
@@ -482,12 +432,9 @@ class SqlitePlanStore:
         """
 
         def work(conn: sqlite3.Connection) -> PlanStateRecord:
-            row = conn.execute(
-                "SELECT state, digest, revision FROM plans WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("read_state", plan_id))
-            state, digest, revision = row
+            state, digest, revision = self._row(
+                conn, "read_state", plan_id, "state, digest, revision"
+            )
             return PlanStateRecord(state=state, digest=digest, revision=revision)
 
         return await asyncio.to_thread(self._call, work)
@@ -502,14 +449,10 @@ class SqlitePlanStore:
         """
 
         def work(conn: sqlite3.Connection) -> FoldResult:
-            row = conn.execute(
-                "SELECT revision, provenance FROM plans WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("fold", plan_id))
-            through = _rules.checked_revision(plan_id, row[0], revision)
-            ops = self._log(conn, plan_id, through, row[0])
-            return fold_ops(plan_id, ops, self._provenance(row[1]))
+            current, provenance = self._row(conn, "fold", plan_id, "revision, provenance")
+            through = _rules.checked_revision(plan_id, current, revision)
+            ops = self._log(conn, plan_id, through, current)
+            return fold_ops(plan_id, ops, _rows.provenance(provenance))
 
         return await self._reading(work)
 
@@ -527,26 +470,13 @@ class SqlitePlanStore:
         """
 
         def work(conn: sqlite3.Connection) -> TransitionOk | TransitionRefused:
-            row = conn.execute(
-                "SELECT state, digest, revision FROM plans WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("transition", plan_id))
-            state, digest, revision = row
+            state, digest, revision = self._row(
+                conn, "transition", plan_id, "state, digest, revision", lock="update"
+            )
             refusal = _rules.screen_transition(plan_id, state, digest, request)
             if refusal is not None:
                 return refusal
-            approval = request.approval if request.to == "executable" else None
-            conn.execute(
-                "UPDATE plans SET state = ?, approval = COALESCE(?, approval), updated_at = ?"
-                " WHERE plan_id = ?",
-                (
-                    request.to,
-                    None if approval is None else approval.model_dump_json(),
-                    self._clock(),
-                    plan_id,
-                ),
-            )
+            conn.execute(_SQL.set_state, _rows.new_state(plan_id, request, self._clock()))
             return TransitionOk(revision=revision)
 
         return await self._writing(work)
@@ -558,8 +488,7 @@ class SqlitePlanStore:
             PlanNotFoundError: unknown plan.
 
         """
-        text = await self._column("read_approval", plan_id, "approval")
-        return None if text is None else ApprovalRecord.model_validate_json(text)
+        return _rows.approval(await self._column("read_approval", plan_id, "approval"))
 
     async def claim_run(
         self, plan_id: str, expected_digest: str, run_id: str
@@ -572,19 +501,13 @@ class SqlitePlanStore:
         """
 
         def work(conn: sqlite3.Connection) -> ClaimOk | ClaimRefused:
-            row = conn.execute(
-                "SELECT state, digest, run_id FROM plans WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("claim_run", plan_id))
-            state, digest, existing = row
+            state, digest, existing = self._row(
+                conn, "claim_run", plan_id, "state, digest, run_id", lock="update"
+            )
             answer = _rules.screen_claim(state, digest, existing, expected_digest, run_id)
             if answer is not None:
                 return answer
-            conn.execute(
-                "UPDATE plans SET run_id = ?, updated_at = ? WHERE plan_id = ?",
-                (run_id, self._clock(), plan_id),
-            )
+            conn.execute(_SQL.set_run, (run_id, self._clock(), plan_id))
             return ClaimOk(run_id=run_id, resumed=False)
 
         return await self._writing(work)
@@ -611,24 +534,13 @@ class SqlitePlanStore:
         bodies = [event.model_dump_json() for event in events]
 
         def work(conn: sqlite3.Connection) -> None:
-            row = conn.execute("SELECT run_id FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("append_run_events", plan_id))
-            if row[0] is None or row[0] != run_id:
-                raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
+            (claimed,) = self._row(conn, "append_run_events", plan_id, "run_id", lock="update")
+            _rules.check_run_to_append(plan_id, claimed, run_id)
             if not bodies:
                 return
-            (start,) = conn.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM run_events WHERE plan_id = ?",
-                (plan_id,),
-            ).fetchone()
-            conn.executemany(
-                "INSERT INTO run_events (plan_id, position, body) VALUES (?, ?, ?)",
-                [(plan_id, start + i, body) for i, body in enumerate(bodies)],
-            )
-            conn.execute(
-                "UPDATE plans SET updated_at = ? WHERE plan_id = ?", (self._clock(), plan_id)
-            )
+            (start,) = conn.execute(_SQL.next_event_position, (plan_id,)).fetchone()
+            conn.executemany(_SQL.insert_events, _rows.new_events(plan_id, start, bodies))
+            conn.execute(_SQL.touch, (self._clock(), plan_id))
 
         await self._writing(work)
 
@@ -642,17 +554,9 @@ class SqlitePlanStore:
         """
 
         def work(conn: sqlite3.Connection) -> list[RunEvent]:
-            row = conn.execute("SELECT run_id FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message("read_run_events", plan_id))
-            if row[0] is None:
-                raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
-            if run_id is not None and run_id != row[0]:
-                raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
-            rows = conn.execute(
-                "SELECT body FROM run_events WHERE plan_id = ? ORDER BY position", (plan_id,)
-            )
-            return [_rules.EVENT_JSON.validate_json(body) for (body,) in rows]
+            (claimed,) = self._row(conn, "read_run_events", plan_id, "run_id")
+            _rules.check_run_to_read(plan_id, claimed, run_id)
+            return _rows.events(conn.execute(_SQL.event_bodies, (plan_id,)))
 
         return await self._reading(work)
 
@@ -660,33 +564,7 @@ class SqlitePlanStore:
         """Summaries in creation order, optionally only those in ``state``."""
 
         def work(conn: sqlite3.Connection) -> list[PlanSummary]:
-            rows = conn.execute(
-                "SELECT plan_id, state, digest, revision, node_count, label, provenance,"
-                " updated_at FROM plans WHERE ? IS NULL OR state = ? ORDER BY seq",
-                (state, state),
-            )
-            return [
-                PlanSummary(
-                    plan_id=plan_id,
-                    state=plan_state,
-                    digest=digest,
-                    revision=revision,
-                    node_count=node_count,
-                    label=label,
-                    provenance=self._provenance(provenance),
-                    updated_at=updated_at,
-                )
-                for (
-                    plan_id,
-                    plan_state,
-                    digest,
-                    revision,
-                    node_count,
-                    label,
-                    provenance,
-                    updated_at,
-                ) in rows
-            ]
+            return [_rows.summary(row) for row in conn.execute(_SQL.list_plans, (state, state))]
 
         return await self._reading(work)
 
@@ -704,12 +582,8 @@ class SqlitePlanStore:
 
     async def _column(self, method: str, plan_id: str, column: str) -> str | None:
         def work(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(
-                f"SELECT {column} FROM plans WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            if row is None:
-                raise PlanNotFoundError(_rules.plan_not_found_message(method, plan_id))
-            value: str | None = row[0]
-            return value
+            (value,) = self._row(conn, method, plan_id, column)
+            text: str | None = value
+            return text
 
         return await asyncio.to_thread(self._call, work)

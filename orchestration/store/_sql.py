@@ -1,0 +1,138 @@
+"""The SQL the SQLite and PostgreSQL stores both run, written once and rendered per dialect.
+
+The two stores keep the same three tables with the same columns and decide with the same rules,
+so their statements differ only where the databases do: the table names (PostgreSQL's carry an
+``orch_`` prefix so they can share a database with other applications), the placeholder style,
+how a list of op ids is passed, and the row locks. Each store renders :class:`Statements` once,
+for its :class:`Dialect`; the schema DDL and the one query only SQLite runs stay in the stores.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ._rows import SUMMARY_COLUMNS
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "RowLock", "Statements"]
+
+RowLock = Literal["update", "share"]
+"""The lock a transaction takes on a plan row it decides on: to write it, or to copy from it."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What one database spells differently in the shared statements."""
+
+    table_prefix: str
+    placeholder: str
+    op_id_in: str
+    """The condition that ``op_id`` is in a list bound as one parameter (``{p}``)."""
+    op_ids: Callable[[Sequence[str]], object]
+    """Encodes that list as the parameter: SQLite has no array type, so it takes JSON text."""
+    for_update: str
+    """The suffix of a plan-row read that locks the row to write it."""
+    for_share: str
+    """The suffix of a plan-row read that locks the row against writes while it is copied."""
+
+    def render(self, template: str) -> str:
+        """``template`` with ``{p}`` as this dialect's placeholder and its table names."""
+        return template.format(
+            p=self.placeholder,
+            plans=f"{self.table_prefix}plans",
+            ops=f"{self.table_prefix}ops",
+            run_events=f"{self.table_prefix}run_events",
+        )
+
+
+SQLITE = Dialect(
+    table_prefix="",
+    placeholder="?",
+    op_id_in="op_id IN (SELECT value FROM json_each({p}))",
+    op_ids=json.dumps,
+    # A write runs in BEGIN IMMEDIATE, which holds the file's write lock before the first read.
+    for_update="",
+    for_share="",
+)
+
+POSTGRES = Dialect(
+    table_prefix="orch_",
+    placeholder="%s",
+    op_id_in="op_id = ANY({p})",
+    op_ids=list,
+    # READ COMMITTED locks nothing it reads: a deciding read must lock the row itself.
+    for_update=" FOR UPDATE",
+    for_share=" FOR SHARE",
+)
+
+
+class Statements:
+    """Every statement both stores run, rendered for one dialect.
+
+    The parameters of the writes are built by :mod:`._rows`, in the column order written here.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        render = dialect.render
+        self.plan_exists = render("SELECT 1 FROM {plans} WHERE plan_id = {p}")
+        # Two creators of one id cannot both succeed: the loser inserts nothing (rowcount 0).
+        self.insert_plan = render(
+            "INSERT INTO {plans} (plan_id, state, revision, digest, node_count, label, provenance,"
+            " updated_at) VALUES ({p}, 'editable', {p}, {p}, {p}, {p}, {p}, {p})"
+            " ON CONFLICT (plan_id) DO NOTHING"
+        )
+        self.copy_ops = render(
+            "INSERT INTO {ops} (plan_id, position, op_id, fingerprint, body)"
+            " SELECT {p}, position, op_id, fingerprint, body FROM {ops}"
+            " WHERE plan_id = {p} AND position < {p}"
+        )
+        self.op_bodies = render(
+            "SELECT body FROM {ops} WHERE plan_id = {p} AND position >= {p} AND position < {p}"
+            " ORDER BY position"
+        )
+        self.known_fingerprints = render(
+            f"SELECT op_id, fingerprint FROM {{ops}} WHERE plan_id = {{p}} AND {dialect.op_id_in}"
+        )
+        self.insert_ops = render(
+            "INSERT INTO {ops} (plan_id, position, op_id, fingerprint, body)"
+            " VALUES ({p}, {p}, {p}, {p}, {p})"
+        )
+        self.set_log = render(
+            "UPDATE {plans} SET revision = {p}, digest = {p}, node_count = {p}, updated_at = {p}"
+            " WHERE plan_id = {p}"
+        )
+        self.set_state = render(
+            "UPDATE {plans} SET state = {p}, approval = COALESCE({p}, approval), updated_at = {p}"
+            " WHERE plan_id = {p}"
+        )
+        self.set_run = render(
+            "UPDATE {plans} SET run_id = {p}, updated_at = {p} WHERE plan_id = {p}"
+        )
+        self.touch = render("UPDATE {plans} SET updated_at = {p} WHERE plan_id = {p}")
+        self.next_event_position = render(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM {run_events} WHERE plan_id = {p}"
+        )
+        self.insert_events = render(
+            "INSERT INTO {run_events} (plan_id, position, body) VALUES ({p}, {p}, {p})"
+        )
+        self.event_bodies = render(
+            "SELECT body FROM {run_events} WHERE plan_id = {p} ORDER BY position"
+        )
+        # The state filter is bound twice; the cast lets PostgreSQL type a NULL parameter.
+        self.list_plans = render(
+            f"SELECT {SUMMARY_COLUMNS} FROM {{plans}}"
+            " WHERE CAST({p} AS TEXT) IS NULL OR state = {p} ORDER BY seq"
+        )
+
+    def plan(self, columns: str, lock: RowLock | None = None) -> str:
+        """Read ``columns`` of one plan's row, taking ``lock`` on it."""
+        dialect = self._dialect
+        suffix = {None: "", "update": dialect.for_update, "share": dialect.for_share}[lock]
+        return dialect.render(f"SELECT {columns} FROM {{plans}} WHERE plan_id = {{p}}{suffix}")
+
+    def op_ids(self, op_ids: Sequence[str]) -> object:
+        """The parameter of :attr:`known_fingerprints` for these op ids."""
+        return self._dialect.op_ids(op_ids)
