@@ -17,6 +17,7 @@ from orchestration.types import (
     PlanOp,
     PlanProvenance,
     PlanSummary,
+    RawPlanView,
     RunEvent,
     WireModel,
 )
@@ -77,16 +78,15 @@ def summary(row: Sequence[Any]) -> PlanSummary:
 
 def new_plan(
     plan_id: str,
-    *,
     revision: int,
-    digest: str,
-    node_count: int,
+    view: RawPlanView,
+    *,
     label: str | None,
     provenance: PlanProvenance | None,
     updated_at: str,
 ) -> tuple[object, ...]:
-    """The parameters of ``insert_plan``: an ``editable`` plan holding ``revision`` ops."""
-    return (plan_id, revision, digest, node_count, label, dump(provenance), updated_at)
+    """The parameters of ``insert_plan``: an ``editable`` plan of ``revision`` ops, as folded."""
+    return (plan_id, revision, view.digest, len(view.nodes), label, dump(provenance), updated_at)
 
 
 def new_ops(

@@ -277,23 +277,17 @@ class PostgresPlanStore:
         provenance: TemplateProvenance | None = None,
     ) -> CreateOk | CreateRefused:
         """Create an empty ``editable`` plan (revision 0); ``duplicate_id`` if it exists."""
-        digest = fold_ops(plan_id, (), provenance).view.digest
+        view = fold_ops(plan_id, (), provenance).view
 
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> CreateOk | CreateRefused:
             row = _rows.new_plan(
-                plan_id,
-                revision=0,
-                digest=digest,
-                node_count=0,
-                label=label,
-                provenance=provenance,
-                updated_at=self._clock(),
+                plan_id, 0, view, label=label, provenance=provenance, updated_at=self._clock()
             )
             if (await conn.execute(_SQL.insert_plan, row)).rowcount == 0:
                 return CreateRefused(reason="duplicate_id")
-            return CreateOk(plan_id=plan_id, revision=0, digest=digest)
+            return CreateOk(plan_id=plan_id, revision=0, digest=view.digest)
 
         return await self._transaction(work)
 
@@ -329,13 +323,7 @@ class PostgresPlanStore:
             )
             view = fold_ops(new_id, ops, provenance).view
             row = _rows.new_plan(
-                new_id,
-                revision=revision,
-                digest=view.digest,
-                node_count=len(view.nodes),
-                label=label,
-                provenance=provenance,
-                updated_at=self._clock(),
+                new_id, revision, view, label=label, provenance=provenance, updated_at=self._clock()
             )
             # Nothing locks the new id: another host may have created it since the check above.
             if (await conn.execute(_SQL.insert_plan, row)).rowcount == 0:
