@@ -228,7 +228,8 @@ def bench_engine() -> None:
         gc.enable()
     print(
         f"  same run with the cyclic GC paused: {settled / paused:,.0f} settlements/s "
-        f"(ratio {settled / paused / 50_000:.2f}x); the log the run keeps is what GC walks"
+        f"(ratio {settled / paused / 50_000:.2f}x); the difference is the collector walking "
+        "the objects each settlement creates and the log kept"
     )
 
 
