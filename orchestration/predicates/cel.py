@@ -41,10 +41,10 @@ from orchestration.contracts import (
     Judgement,
     PredicateContext,
     PredicateVerdict,
-    SelectVerdict,
 )
 from orchestration.errors import CellUnavailableError
 from orchestration.predicates.snapshot import node_records
+from orchestration.predicates.verdicts import safe_verdict, select_verdict
 from orchestration.references import JOIN_FIELDS, decode_output_schema
 from orchestration.types import (
     BooleanField,
@@ -290,11 +290,7 @@ class CelCell:
 
     def decide(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
         """The verdict and its evidence, synchronously (see the module docstring)."""
-        safe: PredicateVerdict = (
-            BranchVerdict(matched=False)
-            if isinstance(node, BranchNode)
-            else SelectVerdict(case_label=None)
-        )
+        safe = safe_verdict(node)
         source = node.definition.predicate
         if not isinstance(source, str):
             return Judgement(safe, {"cell": "cel", "error": "the predicate is not a string"})
@@ -314,8 +310,7 @@ class CelCell:
                     safe, {"cell": "cel", "error": f"the predicate yielded {kind}, not a bool"}
                 )
             return Judgement(BranchVerdict(matched=value), {"cell": "cel", "result": value})
-        label = value if isinstance(value, str) and value in node.definition.cases else None
-        return Judgement(SelectVerdict(case_label=label), {"cell": "cel", "result": _plain(value)})
+        return Judgement(select_verdict(node, value), {"cell": "cel", "result": _plain(value)})
 
     async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
         """See :meth:`decide`."""

@@ -55,10 +55,10 @@ from orchestration.contracts import (
     Judgement,
     PredicateContext,
     PredicateVerdict,
-    SelectVerdict,
 )
 from orchestration.errors import CellUnavailableError, OrchestrationError
 from orchestration.predicates.snapshot import node_records
+from orchestration.predicates.verdicts import safe_verdict, select_verdict
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
 __all__ = [
@@ -335,11 +335,7 @@ class LuaCell:
 
         """
         lua = self._module()
-        safe: PredicateVerdict = (
-            BranchVerdict(matched=False)
-            if isinstance(node, BranchNode)
-            else SelectVerdict(case_label=None)
-        )
+        safe = safe_verdict(node)
         source = node.definition.predicate
         if not isinstance(source, str):
             return Judgement(safe, {"cell": "lua", "error": "the predicate is not a string"})
@@ -352,8 +348,7 @@ class LuaCell:
         if isinstance(node, BranchNode):
             matched = value is not None and value is not False
             return Judgement(BranchVerdict(matched=matched), evidence)
-        label = value if isinstance(value, str) and value in node.definition.cases else None
-        return Judgement(SelectVerdict(case_label=label), evidence)
+        return Judgement(select_verdict(node, value), evidence)
 
     async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
         """See :meth:`decide` (runs on the calling thread)."""

@@ -1,0 +1,27 @@
+"""The verdict rules every source-string cell (``cel``, ``lua``) applies the same way.
+
+A cell that cannot evaluate a predicate must not guess: it gives the **safe verdict**, the one
+that fires only what the author routed for "nothing matched" (a branch's ``no_match``, a
+select's ``default``), and records why as evidence. A select's value names a case only when it
+is, exactly, one of the node's case labels: no coercion, so ``1`` never selects case ``"1"``.
+"""
+
+from __future__ import annotations
+
+from orchestration.contracts import BranchVerdict, PredicateVerdict, SelectVerdict
+from orchestration.types import BranchNode, SelectNode
+
+__all__ = ["safe_verdict", "select_verdict"]
+
+
+def safe_verdict(node: BranchNode | SelectNode) -> PredicateVerdict:
+    """``no_match`` for a branch, no case (so ``default``) for a select."""
+    if isinstance(node, BranchNode):
+        return BranchVerdict(matched=False)
+    return SelectVerdict(case_label=None)
+
+
+def select_verdict(node: SelectNode, value: object) -> SelectVerdict:
+    """The case ``value`` names, or no case when it is not exactly one of ``node``'s labels."""
+    label = value if isinstance(value, str) and value in node.definition.cases else None
+    return SelectVerdict(case_label=label)
