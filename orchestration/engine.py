@@ -136,9 +136,6 @@ _HALTING = frozenset(
 _EMPTY_OUTPUTS: Table[NodeOutput] = Table()
 _EMPTY_ARTIFACTS: Table[ArtifactHandle] = Table()
 _ACTIVITY_KINDS = ("call", "reason", "transform")
-_dispatch = tuple.__new__
-"""Builds a ``Dispatch`` from all its fields at once (the named tuple's own ``__new__`` is a
-Python-level wrapper around this)."""
 
 
 def indeterminate_action(node: PlanNode) -> Literal["retry", "skip", "halt"]:
@@ -538,7 +535,7 @@ class RunEngine:
         handed out. Nothing is handed out while the run is ending or a frame is halted.
         """
         out: list[Dispatch] = []
-        if self._outcome != "running" or self._draining is not None or self._halted:
+        if self.done or self._draining is not None or self._halted:
             self._after(at)
             return out
         queue = self._queue
@@ -586,9 +583,8 @@ class RunEngine:
             EngineStateError: the frame is not in flight, or the result does not fit its kind.
 
         """
-        running = self._running
-        frame = running.get(key)
-        if frame is None or self._outcome != "running":
+        frame = self._running.get(key)
+        if frame is None or self.done:
             raise EngineStateError(
                 f'frame "{key}" is not in flight; settle each frame ready() or retry() handed '
                 "out exactly once"
@@ -620,8 +616,7 @@ class RunEngine:
             )
         if self._unreachable:
             self._check_barriers()
-        if not running or self._draining is not None:
-            self._after(at)
+        self._after(at)
 
     def retry(self, key: str, at: str) -> Dispatch:
         """Hand an in-flight frame out again.
@@ -752,8 +747,7 @@ class RunEngine:
         bucket = self._live.get(frame.node_id)
         if bucket is None or bucket.pop(frame.key, None) is None:
             return
-        if self._pending:
-            self._pending.pop(frame.key, None)
+        self._pending.pop(frame.key, None)
         watchers = self._watch.get(frame.node_id)
         if watchers:
             self._watched(frame, watchers, -1)
@@ -771,8 +765,7 @@ class RunEngine:
 
     def _release(self, key: str) -> None:
         del self._running[key]
-        if self._recovered:
-            self._recovered.pop(key, None)
+        self._recovered.pop(key, None)
 
     def _enter(self, frame: Frame, at: str) -> None:
         self._record(node_entered(frame.ref, at))
@@ -810,19 +803,13 @@ class RunEngine:
                 )
             except MissingValue as missing:
                 return Failed("MissingValueError", missing.message)
-            return _dispatch(
-                Dispatch, (frame.key, frame.ref, node, args, (), None, None, frame.attempt)
-            )
+            return Dispatch(frame.key, frame.ref, node, args=args, attempt=frame.attempt)
         if kind == "branch" or kind == "select":
             context = PredicateContext(outputs=frame.outputs, frame=frame.ref)
-            return _dispatch(
-                Dispatch, (frame.key, frame.ref, node, None, (), None, context, frame.attempt)
-            )
+            return Dispatch(frame.key, frame.ref, node, context=context, attempt=frame.attempt)
         if kind == "reason":
             parts = resolve_prompt(cast(ReasonNode, node).definition.prompt, frame.outputs)
-            return _dispatch(
-                Dispatch, (frame.key, frame.ref, node, None, parts, None, None, frame.attempt)
-            )
+            return Dispatch(frame.key, frame.ref, node, prompt_parts=parts, attempt=frame.attempt)
         if kind == "transform":
             reads = cast(TransformNode, node).definition.source
             source = output_for(reads, frame.artifacts)
@@ -832,9 +819,7 @@ class RunEngine:
                     f'transform source "{reads.node}" has no artifact on this '
                     "route; read the output of a call whose tool returns an artifact",
                 )
-            return _dispatch(
-                Dispatch, (frame.key, frame.ref, node, None, (), source, None, frame.attempt)
-            )
+            return Dispatch(frame.key, frame.ref, node, source=source, attempt=frame.attempt)
         return Failed(
             "UnrunnableNodeError", f'node "{node.id}" of kind {node.kind} cannot be run here'
         )
@@ -849,25 +834,22 @@ class RunEngine:
 
     def _succeed(self, frame: Frame, result: Succeeded, at: str) -> None:
         items = result.items
-        for item in items:
-            if type(item) is not OutputItem:
-                try:
-                    items = tuple(
-                        item if type(item) is OutputItem else OutputItem(json_=item)
-                        for item in items
-                    )
-                except (ValidationError, UnencodableValueError, TypeError) as exc:
-                    self._fail(
-                        frame,
-                        Failed(
-                            "UnencodableValueError",
-                            f"the result of {frame.node_id} is not an encodable list of field "
-                            f"maps: {exc}",
-                        ),
-                        at,
-                    )
-                    return
-                break
+        if not all(type(item) is OutputItem for item in items):
+            try:
+                items = tuple(
+                    item if type(item) is OutputItem else OutputItem(json_=item) for item in items
+                )
+            except (ValidationError, UnencodableValueError, TypeError) as exc:
+                self._fail(
+                    frame,
+                    Failed(
+                        "UnencodableValueError",
+                        f"the result of {frame.node_id} is not an encodable list of field maps: "
+                        f"{exc}",
+                    ),
+                    at,
+                )
+                return
         output = node_output(cast(tuple[OutputItem, ...], items), frame.ref.branch_id)
         self._settle_ok(frame, output, result.artifact, at)
 
@@ -905,13 +887,11 @@ class RunEngine:
                 at,
             )
             return
-        evidence = result.evidence
-        if evidence is not None:
-            try:
-                evidence = validate_value(evidence)
-            except UnencodableValueError as exc:
-                self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
-                return
+        try:
+            evidence = validate_value(result.evidence)
+        except UnencodableValueError as exc:
+            self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
+            return
         output = node_output((), frame.ref.branch_id)
         self._outputs[frame.key] = output
         self._close_frame(
@@ -971,8 +951,7 @@ class RunEngine:
         self._status[key] = status
         if frame.kind == "call":
             self._calls.pop(key, None)
-        if self._halted:
-            self._halted.pop(key, None)
+        self._halted.pop(key, None)
         self._remove_live(frame)
         if hops:
             queue = self._queue
@@ -1038,14 +1017,7 @@ class RunEngine:
         ref = frame_ref(facts.node_id, "join", route, completing.ref.via_edge_id)
         rows = sorted(zip((a.edge_id for a in barrier.arrivals), barrier.bkeys, strict=True))
         items = tuple(
-            output_item(
-                {
-                    "via": via,
-                    "from": plan.hops[via].source_id if via in plan.hops else "",
-                    "branch": b,
-                }
-            )
-            for via, b in rows
+            output_item({"via": via, "from": plan.source_of(via), "branch": b}) for via, b in rows
         )
         outputs: Table[NodeOutput] = Table.union([a.outputs for a in barrier.arrivals])
         artifacts: Table[ArtifactHandle] = Table.union([a.artifacts for a in barrier.arrivals])

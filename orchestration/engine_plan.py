@@ -33,6 +33,7 @@ from orchestration.graph import (
     acyclic_immediate_dominators,
     analyse_join,
     find_cycle,
+    order_positions,
     topological_order,
 )
 from orchestration.routes import EdgeSegment, JoinSegment, edge_token, segments_key
@@ -137,7 +138,6 @@ class CompiledPlan:
         error: dict[str, list[Hop]] = {}
         by_handle = {"always": always, "default": default, "error": error}
         hops: dict[str, Hop] = {}
-        make_hop = tuple.__new__
         for edge in view.edges:
             edge_id, origin, to = edge.id, edge.from_, edge.to
             reached = nodes.get(to)
@@ -157,21 +157,13 @@ class CompiledPlan:
                 )
             segment = edge_segment(edge_id)
             token = edge_token(edge_id)
-            hop = hops[edge_id] = make_hop(
-                Hop, (edge_id, edge.handle, origin, reached, to, segment, token, f"{to}:")
+            hop = hops[edge_id] = Hop(
+                edge_id, edge.handle, origin, reached, to, segment, token, f"{to}:"
             )
-            leaving = out.get(origin)
-            if leaving is None:
-                out[origin] = [hop]
-            else:
-                leaving.append(hop)
+            out.setdefault(origin, []).append(hop)
             handled = by_handle.get(edge.handle)
             if handled is not None:
-                bucket = handled.get(origin)
-                if bucket is None:
-                    handled[origin] = [hop]
-                else:
-                    bucket.append(hop)
+                handled.setdefault(origin, []).append(hop)
         self.hops = hops
         self.out_hops = {node_id: tuple(edges) for node_id, edges in out.items()}
         self._graph = graph = PlanGraph.from_view(view)
@@ -184,9 +176,7 @@ class CompiledPlan:
                 "every handle, error and default included"
             )
         self._order = order
-        self._position = [0] * len(graph)
-        for index, position in enumerate(order):
-            self._position[position] = index
+        self._position = order_positions(order, len(graph))
         # Only nodes with such edges are keys: read these with ``.get(node_id, ())``.
         self.success_hops: dict[str, tuple[Hop, ...]] = {
             origin: tuple(fired) for origin, fired in always.items()
@@ -200,7 +190,7 @@ class CompiledPlan:
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
         self._idom: list[int] | None = None
-        self._live: list[bool] = []
+        self._reached: list[bool] = []
         self._joins: dict[str, JoinFacts] = {}
 
     def verdict_hops(self, node: PlanNode, verdict: object) -> tuple[Hop, ...] | None:
@@ -219,6 +209,11 @@ class CompiledPlan:
             return None
         fired = tuple(hop for hop in edges if hop.handle == wanted)
         return fired or tuple(hop for hop in edges if hop.handle == "default")
+
+    def source_of(self, edge_id: str) -> str:
+        """The node edge ``edge_id`` leaves; ``""`` for an id this plan does not have."""
+        hop = self.hops.get(edge_id)
+        return "" if hop is None else hop.source_id
 
     def cut_at_fork(
         self, segments: tuple[EdgeSegment | JoinSegment, ...], bkey: str, fork: str
@@ -268,9 +263,9 @@ class CompiledPlan:
             entry = graph.index[self.entry.id]
             self._idom = acyclic_immediate_dominators(graph, entry, self._order)
             # Reached from the entry exactly when dominated by it.
-            self._live = [parent != -1 for parent in self._idom]
+            self._reached = [parent != -1 for parent in self._idom]
         join = graph.index[node_id]
-        shape = analyse_join(graph, join, self._idom, self._live, self._position)
+        shape = analyse_join(graph, join, self._idom, self._reached, self._position)
         # Unreachable from the entry (no shape): no frame ever arrives, no barrier ever opens.
         fork = self.entry.id if shape is None else graph.ids[shape.fork]
         required = 0 if shape is None else shape.routes

@@ -32,6 +32,7 @@ from orchestration.types import RawPlanView
 __all__ = [
     "DominatorTree",
     "acyclic_immediate_dominators",
+    "order_positions",
     "JoinShape",
     "PlanStructure",
     "PlanGraph",
@@ -327,6 +328,14 @@ def _meet(
     return new
 
 
+def order_positions(order: Sequence[int], size: int) -> list[int]:
+    """Each node's index in ``order`` (0 for a node ``order`` leaves out), for ``size`` nodes."""
+    position = [0] * size
+    for i, node in enumerate(order):
+        position[node] = i
+    return position
+
+
 def acyclic_immediate_dominators(graph: PlanGraph, root: int, order: Sequence[int]) -> list[int]:
     """:func:`immediate_dominators` of an acyclic graph, in one pass over a topological ``order``.
 
@@ -335,9 +344,7 @@ def acyclic_immediate_dominators(graph: PlanGraph, root: int, order: Sequence[in
     two-finger meet needs; so one pass settles every node, with no depth-first search and no
     confirming pass. ``-1`` marks a node the root does not reach.
     """
-    position = [0] * len(graph)
-    for i, node in enumerate(order):
-        position[node] = i
+    position = order_positions(order, len(graph))
     idom = [-1] * len(graph)
     idom[root] = root
     in_edges, src = graph.in_edges, graph.src
@@ -555,9 +562,7 @@ class PlanStructure:
         live = reachable(graph, entries)
         cycle_edge = find_cycle(graph)
         order = None if cycle_edge is not None else topological_order(graph)
-        position = [0] * len(graph)
-        for i, node in enumerate(order or ()):
-            position[node] = i
+        position = order_positions(order or (), len(graph))
         dominators = None if entry is None else DominatorTree(graph, entry)
         joins: dict[int, JoinShape] = {}
         if dominators is not None and order is not None:

@@ -167,7 +167,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     outcome: Outcome = "running"
     snapshot: FrontierSnapshot | None = None
 
-    edge_tokens = memo.tokens
+    edge_piece = memo.edge_piece
     record = edge_taken_record
     status_of = _STATUS
     for event in events:
@@ -188,10 +188,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                     and last.edge == edge_id
                     and len(route) == len(event.from_.branch_id.segments) + 1
                 ):
-                    piece = edge_tokens.get(edge_id)
-                    if piece is None:
-                        piece = edge_tokens[edge_id] = edge_token(edge_id)
-                    bkey = source[1] + piece
+                    bkey = source[1] + edge_piece(edge_id)
                     keys[id(target)] = (f"{target.node_id}:{bkey}", bkey)
         elif type(event) is NodeEntered:
             frame = event.frame
@@ -280,19 +277,22 @@ class _Keys:
         self.by_segment: dict[int, str] = {}
         self.tokens: dict[object, str] = {}
 
+    def edge_piece(self, edge: str) -> str:
+        """An edge segment's rendering, by edge id, computed once per id."""
+        token = self.tokens.get(edge)
+        if token is None:
+            token = self.tokens[edge] = edge_token(edge)
+        return token
+
     def token(self, segment: EdgeSegment | JoinSegment) -> str:
         """The segment's rendering, computed once per edge id or join segment."""
         if isinstance(segment, EdgeSegment):
-            edge = segment.edge
-            token = self.tokens.get(edge)
-            if token is None:
-                token = edge_token(edge)
-                self.tokens[edge] = token
+            token = self.edge_piece(segment.edge)
         else:
             ident = (segment.join, segment.of)
-            token = self.tokens.get(ident)
-            if token is None:
-                token = self.tokens[ident] = segments_key((segment,))
+            known = self.tokens.get(ident)
+            token = known if known is not None else segments_key((segment,))
+            self.tokens[ident] = token
         self.by_segment[id(segment)] = token
         return token
 
