@@ -1,72 +1,70 @@
 """The sans-IO run engine: a pure state machine that walks a frozen plan, one settlement at a time.
 
-A host drives it: the Temporal workflow in production, :func:`orchestration.testing.run_in_process`
-in tests. The host asks for ready work (:meth:`RunEngine.ready`), runs it however it likes
+A host drives it: the Temporal workflow in production, the in-process host in library use and
+tests. The host asks for ready work (:meth:`RunEngine.ready`), runs it however it likes
 (activities, concurrently), and hands each result back (:meth:`RunEngine.settle`) in whatever
-order results arrive. The engine answers with the run-event log (:meth:`RunEngine.drain_events`)
-and the next ready work. It performs no I/O, reads no clock (every method that records takes
-``at``), draws no randomness, and iterates only lists and insertion-ordered dicts, so the same
-calls in the same order produce the same events in every process: what a workflow replay needs.
+order results arrive. The engine answers with the run's compact log (:meth:`RunEngine.drain`,
+see :mod:`orchestration.run.log`) and the next ready work. It performs no I/O, reads no clock
+(every method that records takes ``at``), draws no randomness, and iterates only lists and
+insertion-ordered dicts, so the same calls in the same order produce the same log in every
+process: what a workflow replay needs.
 
 Invariants it protects:
 
+* **Constant work per step.** A frame's route is interned (:class:`~orchestration.routes.Route`:
+  its parent's route plus one segment), its tables are persistent maps keyed by frame number
+  (:class:`~orchestration.tables.FrameTable`), and every log entry names frames by number. No
+  step copies a route, renders a branch key longer than a short name, or copies a table, so a
+  chain of any depth costs the same per step.
 * **Frames and routes.** A frame is one execution of one node, identified by the route that
-  reached it; a route grows by one edge segment per edge, and a join replaces the arriving
-  routes by their correlation prefix plus ``{join, of}``. Tables are keyed
-  ``<nodeId>:<branchKey>``, which is injective, so no frame's output can overwrite another's.
+  reached it; a route grows by one edge segment per edge, and a join's merged frame has its
+  fork frame's route plus ``{join, of}``. Contract keys (``<nodeId>:<branchKey>``) are
+  injective, so no frame's output can overwrite another's.
 * **Branch-local tables.** Each frame sees the outputs (and artifact handles) of its own route
-  only. Tables are persistent maps (:class:`~orchestration.tables.Table`): a fan-out hands every
-  successor the same table object, so its cost does not grow with the table.
-* **Commit protocol.** ``node_entered`` is recorded before a frame is handed out; a settlement
-  is one batch ``node_settled`` + ``edge_taken``* + ``frontier_snapshot``; an unhandled failure
-  is ``node_settled`` alone; the end is ``run_interrupted``? + ``run_settled``. With a window of
-  one the event order is the reference's sequential order.
+  only. A fan-out hands every successor the same table object.
+* **Commit protocol.** ``enter`` is recorded before a frame is handed out; a settlement is one
+  batch ``settle`` + ``edge``* (+ ``snapshot`` when a barrier changed); an unhandled failure is
+  ``settle`` alone; the end is ``interrupt``? + ``end``. With a window of one the order is the
+  reference's sequential order.
 * **Edge firing.** On success every applicable edge fires exactly once, duplicates included;
   ``default`` only when nothing else fired; ``always`` never for a branch, select or failure; a
   failure fires only ``error`` edges, and with none the run ends.
-* **Joins are engine state.** A barrier is keyed by the arriving route truncated at the join's
-  fork (its immediate dominator; a fork at the entry truncates to the empty route), closes when
-  ``required`` distinct ``(edge, route)`` arrivals have landed (repeats are idempotent), and
-  settles once under the merged identity with the union of the arrivals' tables. A barrier that
-  no live frame can still reach is ``join_unsatisfiable`` at once: each barrier counts the live
-  frames in its region whose route extends its prefix, updated as frames come and go.
+* **Joins are engine state.** A barrier is keyed by the join and the arriving route's ancestor
+  at the join's fork (its immediate dominator; a fork at the entry is the entry's frame),
+  closes when ``required`` distinct ``(edge, route)`` arrivals have landed (repeats are
+  idempotent), and settles once under the merged identity with the union of the arrivals'
+  tables. A barrier that no live frame can still reach is ``join_unsatisfiable`` at once: each
+  barrier counts the live frames in its region that descend from its fork frame.
 * **Budgets.** ``maxSteps`` counts node entries (join arrivals and the entry included; a retry
   of an entered frame is not a new entry); at most ``min(maxConcurrentFrames, max_in_flight)``
   frames are in flight.
 * **Graceful ends.** Once a cause to end is known (an unhandled failure, the budget, an
   unsatisfiable join, a stop), nothing new starts; frames already in flight still settle and
-  are recorded, then ``run_interrupted`` + ``run_settled`` close the log. The first cause wins.
+  are recorded, then ``interrupt`` + ``end`` close the log. The first cause wins.
 
-``RunEngine.projection()`` is the engine's own account of where the run stands; ``fold_run``
-of the events recorded so far equals it after every call (a property test holds both to it).
+``fold_run(expand_log(log))`` is the run's projection at every point of the log (a property
+test holds the engine to it).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NoReturn, cast
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 from pydantic import ValidationError
 
 from orchestration.contracts import PredicateContext
 from orchestration.encoding import validate_value
 from orchestration.engine_events import (
-    branch_id,
-    edge_taken,
-    edge_taken_record,
-    frame_ref,
-    frontier_snapshot,
-    join_arrival,
-    node_entered,
+    log_edge,
+    log_enter,
+    log_settle,
     node_output,
-    node_settled,
-    outcome_ok,
     output_item,
-    pending_frame,
 )
 from orchestration.engine_plan import CompiledPlan, Hop
-from orchestration.engine_state import Barrier, Frame
+from orchestration.engine_state import Barrier, Frame, Items
 from orchestration.engine_types import (
     Decided,
     Dispatch,
@@ -75,42 +73,39 @@ from orchestration.engine_types import (
     Skipped,
     Succeeded,
 )
-from orchestration.errors import EngineStateError, UnencodableValueError, UnrunnablePlanError
-from orchestration.resolve import MissingValue, output_for, resolve_args, resolve_prompt
-from orchestration.routes import EdgeSegment, JoinSegment, branch_key
+from orchestration.errors import EngineStateError, UnencodableValueError
+from orchestration.resolve import MissingValue, entry_for, resolve_args, resolve_prompt
+from orchestration.routes import Route
+from orchestration.run.log import (
+    LogArrive,
+    LogEnd,
+    LogEntry,
+    LogInterrupt,
+    LogMerge,
+    LogSnapshot,
+    LogStart,
+)
 from orchestration.run_input import check_run_input
-from orchestration.runs import FrameStatus, Outcome, fold_run_details, node_status_rollup
-from orchestration.tables import Table
+
+if TYPE_CHECKING:
+    from orchestration.run.checkpoint import Checkpoint
+from orchestration.tables import FrameEntry, FrameTable
 from orchestration.types import (
     ArtifactHandle,
     BudgetExhausted,
     CallNode,
-    EdgeTakenRecord,
     EntryNode,
     ErrorInfo,
-    FrameRef,
-    Frontier,
-    FrontierSnapshot,
     InterruptionCause,
-    JoinState,
     JoinUnsatisfiable,
     NodeFailed,
     NodeOutput,
-    NodeSettled,
-    OutcomeFailed,
-    OutcomeSkipped,
     OutputItem,
     OutputSchemaViolation,
-    PendingFrame,
     PlanNode,
     PredicateUnevaluatable,
     RawPlanView,
     ReasonNode,
-    RunEvent,
-    RunInterrupted,
-    RunProjection,
-    RunSettled,
-    RunStarted,
     TransformNode,
 )
 
@@ -130,11 +125,13 @@ __all__ = [
 DEFAULT_MAX_IN_FLIGHT = 1000
 """The host's own cap on frames in flight; Temporal wedges a workflow past 2,000 pending."""
 
+Outcome = Literal["running", "completed", "halted", "aborted"]
+
 _HALTING = frozenset(
     {"budget_exhausted", "join_unsatisfiable", "predicate_unevaluatable", "gate_timeout"}
 )
-_EMPTY_OUTPUTS: Table[NodeOutput] = Table()
-_EMPTY_ARTIFACTS: Table[ArtifactHandle] = Table()
+_NO_OUTPUTS: FrameTable[Items] = FrameTable()
+_NO_ARTIFACTS: FrameTable[ArtifactHandle] = FrameTable()
 _ACTIVITY_KINDS = ("call", "reason", "transform")
 
 
@@ -168,6 +165,15 @@ def outcome_for(cause: InterruptionCause | None) -> Literal["completed", "halted
     return "halted" if cause.kind in _HALTING else "aborted"
 
 
+def _output_of(entry: FrameEntry) -> NodeOutput:
+    """An engine table entry as the contract's ``NodeOutput``."""
+    return node_output(cast(Items, entry.value), entry.route.branch_id())
+
+
+def _handle_of(entry: FrameEntry) -> ArtifactHandle:
+    return cast(ArtifactHandle, entry.value)
+
+
 class RunEngine:
     """One run of one frozen plan, as a pure state machine.
 
@@ -177,13 +183,13 @@ class RunEngine:
     The typical host loop (a Temporal workflow; ``now()`` is ``workflow.now()`` as ISO-8601)::
 
         engine = RunEngine.start(view, run_id, run_input, now())
-        record(engine.drain_events())
+        record(engine.drain())
         while not engine.done:
             for d in engine.ready(now()):
                 start_activity(d, activity_id=d.key)       # or evaluate a branch/select
             key, result = await next_settlement()          # Succeeded/Decided/Failed/Skipped
             engine.settle(key, result, now())
-            record(engine.drain_events())
+            record(engine.drain())
 
     Frames handed out by :meth:`ready` must each be settled exactly once (or retried, or
     interrupted). Results may come back in any order.
@@ -203,30 +209,21 @@ class RunEngine:
         self.run_id = run_id
         self.digest = digest
         self._window = max(1, min(plan.max_concurrent, max_in_flight))
-        self._log: list[RunEvent] = []
-        # Live frames (queued, in flight, or waiting to arrive at a join) by node id, then key:
-        # opening a barrier counts only the frames on its region's nodes.
-        self._live: dict[str, dict[str, Frame]] = {}
-        # Live frames a snapshot listed (by key, in creation order), and those created since.
-        self._pending: dict[str, PendingFrame] = {}
-        self._fresh: list[Frame] = []
+        self._log: list[LogEntry] = []
+        self._next = 0
+        # Live frames (queued, in flight, or waiting to arrive at a join) by node id, then
+        # number: opening a barrier counts only the frames on its region's nodes.
+        self._live: dict[str, dict[int, Frame]] = {}
         self._queue: deque[Frame] = deque()
         self._running: dict[str, Frame] = {}
         self._halted: dict[str, InterruptionCause] = {}
         self._recovered: dict[str, None] = {}
-        self._barriers: dict[str, Barrier] = {}
+        self._barriers: dict[tuple[str, int], Barrier] = {}
         # Open barriers by the region nodes they watch, and those no live frame can reach.
         self._watch: dict[str, list[Barrier]] = {}
-        self._unreachable: dict[str, Barrier] = {}
-        self._join_states: tuple[JoinState, ...] | None = ()
+        self._unreachable: dict[tuple[str, int], Barrier] = {}
         self._joins_version = 0
         self._snapshot_version = 0
-        self._status: dict[str, FrameStatus] = {}
-        self._outputs: dict[str, NodeOutput] = {}
-        self._calls: dict[str, FrameRef] = {}
-        # Fired edges, recorded cheaply (the edge, with its evidence when there is any);
-        # turned into records only when a projection is asked for.
-        self._edges: list[EdgeTakenRecord | Hop | tuple[Hop, Any]] = []
         self._steps = 0
         self._draining: InterruptionCause | None = None
         self._run_cause: InterruptionCause | None = None
@@ -248,8 +245,8 @@ class RunEngine:
     ) -> RunEngine:
         """Begin a run: check the plan and the input, then record the start and the entry.
 
-        Records ``run_started``, the entry frame's ``node_entered``, and its settlement (the
-        whole input object as the entry's one output item) with its edges and a snapshot.
+        Records ``start``, the entry frame's ``enter``, and its settlement (the whole input
+        object as the entry's one output item) with its edges.
 
         Args:
             view: The frozen plan.
@@ -262,7 +259,7 @@ class RunEngine:
         Raises:
             UnrunnablePlanError: the view has no single entry, a dangling edge or a cycle.
             InvalidRunInputError: the input does not satisfy the entry's declared fields.
-                Both are raised before any event exists.
+                Both are raised before any entry exists.
 
         """
         plan = CompiledPlan(view)
@@ -270,7 +267,7 @@ class RunEngine:
         assert isinstance(entry, EntryNode)
         check_run_input(entry.definition.input, run_input)
         engine = cls(plan, run_id, view.digest, max_in_flight=max_in_flight)
-        engine._record(RunStarted(run_id=run_id, digest=view.digest, at=at))
+        engine._record(LogStart(run_id=run_id, digest=view.digest, entry=entry.id, at=at))
         engine._run_entry(dict(run_input), at, count_step=True)
         engine._after(at)
         return engine
@@ -279,11 +276,16 @@ class RunEngine:
     def refuse(cls, view: RawPlanView, run_id: str, cause: InterruptionCause, at: str) -> RunEngine:
         """A run that starts and ends before any node is entered (a ``deviation_abort``).
 
-        Records ``run_started``, ``run_interrupted{cause}`` and ``run_settled``.
+        Records ``start``, ``interrupt{cause}`` and ``end``. The view need not be walkable.
         """
-        plan = CompiledPlan(view)
-        engine = cls(plan, run_id, view.digest)
-        engine._record(RunStarted(run_id=run_id, digest=view.digest, at=at))
+        entry = next((n.id for n in view.nodes if n.kind == "entry"), "")
+        engine = cls.__new__(cls)
+        engine.run_id = run_id
+        engine.digest = view.digest
+        engine._log = []
+        engine._outcome = "running"
+        engine._run_cause = None
+        engine._record(LogStart(run_id=run_id, digest=view.digest, entry=entry, at=at))
         engine._finish(cause, at)
         return engine
 
@@ -291,135 +293,157 @@ class RunEngine:
     def resume(
         cls,
         view: RawPlanView,
-        events: Sequence[RunEvent],
+        log: Sequence[LogEntry],
         *,
         run_input: Mapping[str, Any] | None = None,
         steps: int | None = None,
         at: str | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> RunEngine:
-        """Rebuild an engine from a run's log, to continue it in this process.
+        """Rebuild an engine from a run's compact log, to continue it in this process.
 
-        ``events`` is the whole log, or, to continue a run as new elsewhere, its ``run_started``
-        followed by a ``frontier_snapshot`` (and anything after it); pass ``steps`` (the old
-        engine's :attr:`steps`) when the log does not hold every entry. Continue as new only
-        when nothing is in flight.
-
-        From the frontier: frames never entered are queued in order; an entered, unsettled
-        frame of any kind but ``call`` is queued to be entered again (not a new step); an
-        entered, unsettled ``call`` is *recovered*: its side effect may or may not have
-        happened, so it waits in :attr:`recovered` for the host's ``onIndeterminate`` decision
-        (:meth:`retry`, ``settle(key, Skipped())`` or :meth:`interrupt_frame`). Open barriers
-        come back with their arrivals. The new events start empty; with ``at``, the new segment
-        opens with a ``frontier_snapshot``.
+        From the frontier (the last ``snapshot`` advanced by the entries after it): frames never
+        entered are queued in order; an entered, unsettled frame of any kind but ``call`` is
+        queued to be entered again (not a new step); an entered, unsettled ``call`` is
+        *recovered*: its side effect may or may not have happened, so it waits in
+        :attr:`recovered` for the host's ``onIndeterminate`` decision (:meth:`retry`,
+        ``settle(key, Skipped())`` or :meth:`interrupt_frame`), unless the log shows it halted,
+        in which case it is :attr:`halted` again. Open barriers come back with their arrivals.
+        The new log starts empty; with ``at``, it opens with a ``snapshot``.
 
         Raises:
-            MalformedRunLogError: the log does not open with ``run_started``.
+            MalformedRunLogError: the log does not open with ``start``.
             UnrunnablePlanError: the view cannot be walked, or the log names nodes it lacks.
             EngineStateError: the entry never settled and no ``run_input`` (and ``at``) was
                 given.
 
         """
+        from orchestration.run.restore import restore_from_log
+
         plan = CompiledPlan(view)
-        details = fold_run_details(events)
-        projection = details.projection
-        engine = cls(plan, projection.run_id, projection.digest, max_in_flight=max_in_flight)
-        engine._status = dict(projection.frame_status)
-        engine._outputs = dict(projection.outputs)
-        engine._edges = list(projection.edges_taken)
-        engine._steps = len(details.entered) if steps is None else steps
-        for ref in projection.indeterminate:
-            engine._calls[f"{ref.node_id}:{branch_key(ref.branch_id)}"] = ref
-        if projection.outcome != "running":
-            engine._outcome = projection.outcome
-            engine._run_cause = projection.interruption
-            return engine
-        for pending in projection.frontier.frames:
-            engine._restore_frame(pending, details.halted)
-        for state in projection.frontier.joins:
-            engine._restore_barrier(state)
-        entry_key = f"{plan.entry.id}:"
-        # A continued log starts with a snapshot, so its entry settled in an earlier segment.
-        entry_settled = any(
-            isinstance(event, FrontierSnapshot)
-            or (isinstance(event, NodeSettled) and event.frame.node_id == plan.entry.id)
-            for event in events
+        state = restore_from_log(log, plan)
+        return cls._restored(plan, state, run_input, steps, at, max_in_flight)
+
+    @classmethod
+    def continued(
+        cls,
+        view: RawPlanView,
+        checkpoint: Checkpoint,
+        *,
+        at: str,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> RunEngine:
+        """Continue a run from a :class:`~orchestration.run.checkpoint.Checkpoint`.
+
+        What :meth:`checkpoint` took on the engine before continue-as-new; the new log opens
+        with a ``snapshot``.
+
+        Raises:
+            MalformedRunLogError: the checkpoint is inconsistent.
+            UnrunnablePlanError: the view cannot be walked or lacks a node the checkpoint names.
+
+        """
+        from orchestration.run.checkpoint import restore_checkpoint
+
+        plan = CompiledPlan(view)
+        state = restore_checkpoint(checkpoint, plan)
+        return cls._restored(plan, state, None, None, at, max_in_flight)
+
+    def checkpoint(self, at: str) -> Checkpoint:
+        """Record a ``snapshot`` and return what a continued execution needs to go on.
+
+        Raises:
+            EngineStateError: the run has settled, or frames are in flight (settle them
+                first: a checkpoint carries no work in progress).
+
+        """
+        from orchestration.run.checkpoint import make_checkpoint
+
+        if self.done or self._running:
+            raise EngineStateError(
+                "a checkpoint needs a run with nothing in flight; wait for the frames in "
+                "flight to settle"
+            )
+        self.snapshot(at)
+        return make_checkpoint(
+            self._plan,
+            run_id=self.run_id,
+            digest=self.digest,
+            next_frame=self._next,
+            steps=self._steps,
+            frames=self.live_frames(),
+            barriers=self.barriers(),
         )
-        if not entry_settled:
+
+    @classmethod
+    def _restored(
+        cls,
+        plan: CompiledPlan,
+        state: Any,
+        run_input: Mapping[str, Any] | None,
+        steps: int | None,
+        at: str | None,
+        max_in_flight: int,
+    ) -> RunEngine:
+        engine = cls(plan, state.run_id, state.digest, max_in_flight=max_in_flight)
+        engine._next = state.next_frame
+        engine._steps = state.steps if steps is None else steps
+        if state.outcome != "running":
+            engine._outcome = state.outcome
+            engine._run_cause = state.cause
+            return engine
+        for frame, entered in state.frames:
+            engine._restore_frame(frame, entered, state.halted)
+        for barrier in state.barriers:
+            engine._open_barrier(barrier)
+        if not state.entry_settled:
             if run_input is None or at is None:
                 raise EngineStateError(
                     "the log ends before the entry node settled; resume with run_input and at "
                     "so the entry's output can be materialised"
                 )
-            # The entry's settlement batch ends with the snapshot the new segment opens with.
-            engine._run_entry(dict(run_input), at, count_step=entry_key not in details.entered)
+            check_run_input(cast(EntryNode, plan.entry).definition.input, run_input)
+            engine._next = max(engine._next, 1)
+            engine._run_entry(dict(run_input), at, count_step=not state.entry_entered)
         elif at is not None:
-            engine._record(engine._snapshot_event(at))
+            engine._record(engine._snapshot_entry(at))
         if at is not None:
             engine._after(at)
         return engine
 
     def _restore_frame(
-        self, pending: PendingFrame, halted: Mapping[str, InterruptionCause]
+        self, frame: Frame, entered: bool, halted: Mapping[int, InterruptionCause]
     ) -> None:
-        ref = pending.frame
-        node = self._plan.nodes.get(ref.node_id)
-        if node is None:
-            raise UnrunnablePlanError(
-                f'the run log names node "{ref.node_id}", which this plan does not have; '
-                "resume with the plan the run started with"
-            )
-        bkey = branch_key(ref.branch_id)
-        frame = Frame(
-            f"{ref.node_id}:{bkey}",
-            bkey,
-            ref,
-            ref.branch_id.segments,
-            node,
-            Table.of(pending.outputs),
-            Table.of(pending.artifacts),
-        )
-        frame.pending = pending
         self._add_live(frame)
-        if self._status.get(frame.key) != "running":
+        if not entered:
             self._queue.append(frame)
             return
-        dispatch = self._dispatch_for(frame) if node.kind == "call" else None
-        if isinstance(dispatch, Dispatch):
-            frame.dispatch = dispatch
-            self._running[frame.key] = frame
-            if frame.key in halted:
-                self._halted[frame.key] = halted[frame.key]
-            else:
-                self._recovered[frame.key] = None
-        else:
-            frame.reentry = True
-            self._queue.append(frame)
-
-    def _restore_barrier(self, state: JoinState) -> None:
-        facts = self._plan.join(state.node_id)
-        prefix_key = state.correlation_key[len(state.node_id) + 1 :]
-        prefix: tuple[EdgeSegment | JoinSegment, ...] = ()
-        if state.arrivals:
-            segments = state.arrivals[0].branch.segments
-            cut, _ = self._plan.cut_at_fork(
-                segments, branch_key(state.arrivals[0].branch), facts.fork
-            )
-            prefix = segments[:cut]
-        barrier = Barrier(facts, state.correlation_key, prefix, prefix_key)
-        for arrival in state.arrivals:
-            bkey = branch_key(arrival.branch)
-            barrier.add(arrival, bkey, f"{state.node_id}:{bkey}")
-        self._open_barrier(barrier)
-        self._invalidate_joins()
+        if frame.kind == "call":
+            dispatch = self._dispatch_for(frame)
+            if isinstance(dispatch, Dispatch):
+                frame.dispatch = dispatch
+                self._running[frame.ident] = frame
+                cause = halted.get(frame.number)
+                if cause is not None:
+                    self._halted[frame.ident] = cause
+                else:
+                    self._recovered[frame.ident] = None
+                return
+        frame.reentry = True
+        self._queue.append(frame)
 
     # ------------------------------------------------------------------------------------
     # Observation
     # ------------------------------------------------------------------------------------
 
     @property
+    def plan(self) -> CompiledPlan:
+        """The plan being walked."""
+        return self._plan
+
+    @property
     def done(self) -> bool:
-        """Whether ``run_settled`` has been recorded."""
+        """Whether ``end`` has been recorded."""
         return self._outcome != "running"
 
     @property
@@ -445,6 +469,11 @@ class RunEngine:
     def steps(self) -> int:
         """Node entries so far (the count ``maxSteps`` bounds)."""
         return self._steps
+
+    @property
+    def next_frame(self) -> int:
+        """The number the next new frame will get."""
+        return self._next
 
     @property
     def window(self) -> int:
@@ -482,47 +511,41 @@ class RunEngine:
             out.append(dispatch)
         return tuple(out)
 
-    def drain_events(self) -> list[RunEvent]:
-        """Hand over the events recorded since the last drain, in order.
+    def dispatch_of(self, key: str) -> Dispatch | None:
+        """What was handed out for the in-flight frame ``key``, or ``None``."""
+        frame = self._running.get(key)
+        return None if frame is None else frame.dispatch
 
-        The engine keeps no copy: the host owns the log (a workflow appends them to its own,
-        a test collects them), so the engine's memory does not grow with the log.
+    def drain(self) -> list[LogEntry]:
+        """Hand over the log entries recorded since the last drain, in order.
+
+        The engine keeps no copy: the host owns the log, so the engine's memory does not grow
+        with it.
         """
         new = self._log
         self._log = []
         return new
 
-    def frontier(self) -> Frontier:
-        """Live frames (queued and in flight, in creation order) and open barriers."""
-        return Frontier.model_construct(frames=self._pending_frames(), joins=self._barrier_states())
-
-    def projection(self) -> RunProjection:
-        """The engine's own account of the run; equals ``fold_run`` of its events."""
-        status = dict(self._status)
-        return RunProjection.model_construct(
-            run_id=self.run_id,
-            digest=self.digest,
-            frame_status=status,
-            node_status_by_id=node_status_rollup(status),
-            outputs=dict(self._outputs),
-            frontier=self.frontier(),
-            indeterminate=tuple(self._calls.values()),
-            edges_taken=tuple(self._edge_records()),
-            outcome=self._outcome,
-            interruption=self.interruption,
+    def live_frames(self) -> list[Frame]:
+        """Every live frame (queued, in flight, or parked at a barrier excluded), by number."""
+        return sorted(
+            (f for bucket in self._live.values() for f in bucket.values()),
+            key=lambda f: f.number,
         )
 
-    def _edge_records(self) -> list[EdgeTakenRecord]:
-        records: list[EdgeTakenRecord] = []
-        for fired in self._edges:
-            if type(fired) is Hop:
-                records.append(edge_taken_record(fired.edge_id, fired.handle, None))
-            elif type(fired) is tuple:
-                hop, evidence = cast(tuple[Hop, Any], fired)
-                records.append(edge_taken_record(hop.edge_id, hop.handle, evidence))
-            else:
-                records.append(cast(EdgeTakenRecord, fired))
-        return records
+    def barriers(self) -> list[Barrier]:
+        """The open barriers, in the order they opened."""
+        return list(self._barriers.values())
+
+    def frontier_keys(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The frontier as the contract names it: live frame keys and barrier correlation keys.
+
+        Renders every key (O(depth) each): for inspection and tests, not for the hot path.
+        ``fold_run`` of the log so far gives the same two lists.
+        """
+        frames = tuple(f"{f.node_id}:{f.route.key}" for f in self.live_frames())
+        joins = tuple(f"{b.facts.node_id}@{b.prefix.key}" for b in self._barriers.values())
+        return frames, joins
 
     # ------------------------------------------------------------------------------------
     # Driving
@@ -552,14 +575,14 @@ class RunEngine:
             else:
                 self._steps += 1
             queue.popleft()
-            self._enter(frame, at)
+            self._log.append(log_enter(frame.number, frame.attempt, at))
             if frame.kind == "join":
                 self._arrive(frame, at)
             else:
                 dispatch = self._dispatch_for(frame)
                 if type(dispatch) is Dispatch:
                     frame.dispatch = dispatch
-                    running[frame.key] = frame
+                    running[frame.ident] = frame
                     out.append(dispatch)
                 else:
                     self._fail(frame, cast(Failed, dispatch), at)
@@ -574,7 +597,7 @@ class RunEngine:
         """Record how an in-flight frame ended, fire its edges, and move the run on.
 
         Args:
-            key: The frame key of a frame handed out by :meth:`ready` or :meth:`retry`.
+            key: The key of a frame handed out by :meth:`ready` or :meth:`retry`.
             result: ``Succeeded`` (call, reason, transform), ``Decided`` (branch, select),
                 ``Failed`` (any), or ``Skipped`` (call, reason, transform).
             at: ISO-8601 time of the settlement.
@@ -621,8 +644,8 @@ class RunEngine:
     def retry(self, key: str, at: str) -> Dispatch:
         """Hand an in-flight frame out again.
 
-        For an indeterminate call retried, or an operator's retry of a halted one. Records
-        ``node_entered`` again; it is not a new step.
+        For an indeterminate call retried, a transient failure retried, or an operator's retry
+        of a halted one. Records ``enter`` again with the next attempt; it is not a new step.
 
         Raises:
             EngineStateError: the frame is not in flight, or the run is ending.
@@ -637,17 +660,17 @@ class RunEngine:
         self._halted.pop(key, None)
         self._recovered.pop(key, None)
         frame.attempt += 1
-        self._record(node_entered(frame.ref, at))
+        self._log.append(log_enter(frame.number, frame.attempt, at))
         assert frame.dispatch is not None
-        frame.dispatch = frame.dispatch._replace(attempt=frame.attempt)
+        frame.dispatch = frame.dispatch.again(frame.attempt)
         return frame.dispatch
 
     def interrupt_frame(self, key: str, cause: InterruptionCause, at: str) -> None:
         """Halt an in-flight frame whose outcome is unknown (``onIndeterminate: halt``).
 
-        Records ``run_interrupted{cause, frame}`` without ending the run: nothing new starts
-        until the frame is decided by :meth:`retry`, ``settle(key, Skipped())``, or
-        :meth:`stop` (an operator's abort).
+        Records ``interrupt{cause, frame}`` without ending the run: nothing new starts until the
+        frame is decided by :meth:`retry`, ``settle(key, Skipped())``, or :meth:`stop` (an
+        operator's abort).
 
         Raises:
             EngineStateError: the frame is not in flight.
@@ -659,24 +682,24 @@ class RunEngine:
         self._recovered.pop(key, None)
         self._halted.pop(key, None)
         self._halted[key] = cause
-        self._record(RunInterrupted(cause=cause, frame=frame.ref, at=at))
+        self._record(LogInterrupt(cause=cause, frame=frame.number, at=at))
         self._after(at)
 
     def stop(self, cause: InterruptionCause, at: str) -> None:
         """End the run from outside (``operator_stop``, ``turn_abort``, ...).
 
         Nothing new starts; frames in flight still settle and are recorded; then
-        ``run_interrupted{cause}`` and ``run_settled`` (outcome by cause) close the log. Halted
-        and recovered frames are not waited for. A no-op once the run has settled, and the
-        first cause wins if the run is already ending.
+        ``interrupt{cause}`` and ``end`` (outcome by cause) close the log. Halted and recovered
+        frames are not waited for. A no-op once the run has settled, and the first cause wins
+        if the run is already ending.
         """
         if self.done:
             return
         self._begin_end(cause)
         self._after(at)
 
-    def snapshot(self, at: str) -> FrontierSnapshot:
-        """Record and return a ``frontier_snapshot`` of the live frames and open barriers.
+    def snapshot(self, at: str) -> LogSnapshot:
+        """Record and return a ``snapshot`` of the live frames and open barriers.
 
         Raises:
             EngineStateError: the run has settled.
@@ -684,79 +707,54 @@ class RunEngine:
         """
         if self.done:
             raise EngineStateError("the run has settled; there is no frontier to snapshot")
-        event = self._snapshot_event(at)
-        self._record(event)
-        return event
+        entry = self._snapshot_entry(at)
+        self._record(entry)
+        return entry
 
     # ------------------------------------------------------------------------------------
     # Internals: recording, frames, tables
     # ------------------------------------------------------------------------------------
 
-    def _record(self, event: RunEvent) -> None:
-        self._log.append(event)
+    def _record(self, entry: LogEntry) -> None:
+        self._log.append(entry)
 
     def _invalidate_joins(self) -> None:
-        self._join_states = None
         self._joins_version += 1
 
-    def _snapshot_event(self, at: str) -> FrontierSnapshot:
+    def _snapshot_entry(self, at: str) -> LogSnapshot:
         self._snapshot_version = self._joins_version
-        return frontier_snapshot(self._pending_frames(), self._barrier_states(), at)
+        return LogSnapshot(at=at)
 
-    def _pending_frames(self) -> tuple[PendingFrame, ...]:
-        """The live frames as snapshots list them, in creation order.
-
-        A frame's ``PendingFrame`` is built the first time a snapshot includes it: snapshots
-        follow barrier changes, and most frames settle before one is taken. Frames created
-        since the last snapshot are all newer than the ones it listed, so appending the
-        survivors keeps creation order.
-        """
-        fresh = self._fresh
-        if fresh:
-            live, pending = self._live, self._pending
-            for frame in fresh:
-                bucket = live.get(frame.node_id)
-                if bucket is not None and bucket.get(frame.key) is frame:
-                    frame.pending = pending[frame.key] = pending_frame(
-                        frame.ref, frame.outputs, frame.artifacts
-                    )
-            fresh.clear()
-        return tuple(self._pending.values())
-
-    def _barrier_states(self) -> tuple[JoinState, ...]:
-        states = self._join_states
-        if states is None:
-            states = self._join_states = tuple(b.state() for b in self._barriers.values())
-        return states
+    def _new_number(self) -> int:
+        number = self._next
+        self._next = number + 1
+        return number
 
     def _add_live(self, frame: Frame) -> None:
         bucket = self._live.get(frame.node_id)
         if bucket is None:
-            self._live[frame.node_id] = {frame.key: frame}
+            self._live[frame.node_id] = {frame.number: frame}
         else:
-            bucket[frame.key] = frame
-        if frame.pending is None:
-            self._fresh.append(frame)
-        else:
-            self._pending[frame.key] = frame.pending
+            bucket[frame.number] = frame
         watchers = self._watch.get(frame.node_id)
         if watchers:
             self._watched(frame, watchers, 1)
 
     def _remove_live(self, frame: Frame) -> None:
         bucket = self._live.get(frame.node_id)
-        if bucket is None or bucket.pop(frame.key, None) is None:
+        if bucket is None or bucket.pop(frame.number, None) is None:
             return
-        self._pending.pop(frame.key, None)
+        if not bucket:
+            del self._live[frame.node_id]
         watchers = self._watch.get(frame.node_id)
         if watchers:
             self._watched(frame, watchers, -1)
 
     def _watched(self, frame: Frame, watchers: list[Barrier], change: int) -> None:
         """A live frame on a watched node came (+1) or went (-1): adjust its barriers' counts."""
-        bkey = frame.bkey
+        route = frame.route
         for barrier in watchers:
-            if bkey.startswith(barrier.prefix_key):
+            if route.ancestor_at(barrier.facts.fork) is barrier.prefix:
                 barrier.live += change
                 if barrier.live <= 0:
                     self._unreachable[barrier.key] = barrier
@@ -767,25 +765,15 @@ class RunEngine:
         del self._running[key]
         self._recovered.pop(key, None)
 
-    def _enter(self, frame: Frame, at: str) -> None:
-        self._record(node_entered(frame.ref, at))
-        if frame.key not in self._status:
-            self._status[frame.key] = "running"
-            if frame.kind == "call":
-                self._calls[frame.key] = frame.ref
-        self._halted.pop(frame.key, None)
-
     def _run_entry(self, run_input: dict[str, Any], at: str, *, count_step: bool) -> None:
         entry = self._plan.entry
-        route = branch_id(())
-        ref = frame_ref(entry.id, "entry", route, None)
-        frame = Frame(f"{entry.id}:", "", ref, (), entry, _EMPTY_OUTPUTS, _EMPTY_ARTIFACTS)
+        frame = Frame(0, Route.root(entry.id, 0), entry, None, _NO_OUTPUTS, _NO_ARTIFACTS)
+        self._next = max(self._next, 1)
         if count_step:
             self._steps += 1
-        self._enter(frame, at)
+        self._log.append(log_enter(0, 1, at))
         # The input was checked against the value subset before anything was recorded.
-        output = node_output((output_item(run_input),), route)
-        self._settle_ok(frame, output, None, at)
+        self._settle_ok(frame, (output_item(run_input),), None, at)
 
     # ------------------------------------------------------------------------------------
     # Internals: what to hand out
@@ -803,23 +791,55 @@ class RunEngine:
                 )
             except MissingValue as missing:
                 return Failed("MissingValueError", missing.message)
-            return Dispatch(frame.key, frame.ref, node, args=args, attempt=frame.attempt)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                args=args,
+                attempt=frame.attempt,
+            )
         if kind == "branch" or kind == "select":
-            context = PredicateContext(outputs=frame.outputs, frame=frame.ref)
-            return Dispatch(frame.key, frame.ref, node, context=context, attempt=frame.attempt)
+            context = _LazyContext(frame)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                context=cast(PredicateContext, context),
+                attempt=frame.attempt,
+            )
         if kind == "reason":
             parts = resolve_prompt(cast(ReasonNode, node).definition.prompt, frame.outputs)
-            return Dispatch(frame.key, frame.ref, node, prompt_parts=parts, attempt=frame.attempt)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                prompt_parts=parts,
+                attempt=frame.attempt,
+            )
         if kind == "transform":
             reads = cast(TransformNode, node).definition.source
-            source = output_for(reads, frame.artifacts)
-            if source is None:
+            found = entry_for(reads, frame.artifacts)
+            if found is None:
                 return Failed(
                     "MissingArtifactError",
                     f'transform source "{reads.node}" has no artifact on this '
                     "route; read the output of a call whose tool returns an artifact",
                 )
-            return Dispatch(frame.key, frame.ref, node, source=source, attempt=frame.attempt)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                source=cast(ArtifactHandle, found.value),
+                attempt=frame.attempt,
+            )
         return Failed(
             "UnrunnableNodeError", f'node "{node.id}" of kind {node.kind} cannot be run here'
         )
@@ -850,27 +870,19 @@ class RunEngine:
                     at,
                 )
                 return
-        output = node_output(cast(tuple[OutputItem, ...], items), frame.ref.branch_id)
-        self._settle_ok(frame, output, result.artifact, at)
+        self._settle_ok(frame, cast(Items, items), result.artifact, at)
 
     def _settle_ok(
-        self, frame: Frame, output: NodeOutput, artifact: ArtifactHandle | None, at: str
+        self, frame: Frame, items: Items, artifact: ArtifactHandle | None, at: str
     ) -> None:
-        key = frame.key
-        outputs = frame.outputs.set(key, output, frame.node_id)
+        number = frame.number
+        outputs = frame.outputs.set(number, frame.node_id, frame.route, items)
         artifacts = frame.artifacts
         if artifact is not None:
-            artifacts = artifacts.set(key, artifact, frame.node_id)
-        self._outputs[key] = output
+            artifacts = artifacts.set(number, frame.node_id, frame.route, artifact)
+        self._log.append(log_settle(number, "ok", items, artifact, False, None, frame.attempt, at))
         self._close_frame(
-            frame,
-            "done",
-            outcome_ok(output),
-            self._plan.success_hops.get(frame.node_id, ()),
-            outputs,
-            artifacts,
-            None,
-            at,
+            frame, self._plan.success_hops.get(frame.node_id, ()), outputs, artifacts, None, at
         )
 
     def _decide(self, frame: Frame, result: Decided, at: str) -> None:
@@ -892,17 +904,15 @@ class RunEngine:
         except UnencodableValueError as exc:
             self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
             return
-        output = node_output((), frame.ref.branch_id)
-        self._outputs[frame.key] = output
-        self._close_frame(
-            frame, "done", outcome_ok(output), hops, frame.outputs, frame.artifacts, evidence, at
-        )
+        self._log.append(log_settle(frame.number, "ok", (), None, False, None, frame.attempt, at))
+        self._close_frame(frame, hops, frame.outputs, frame.artifacts, evidence, at)
 
     def _skip(self, frame: Frame, at: str) -> None:
+        self._log.append(
+            log_settle(frame.number, "skipped", (), None, False, None, frame.attempt, at)
+        )
         self._close_frame(
             frame,
-            "skipped",
-            OutcomeSkipped(),
             self._plan.success_hops.get(frame.node_id, ()),
             frame.outputs,
             frame.artifacts,
@@ -915,8 +925,10 @@ class RunEngine:
         hops = self._plan.error_hops.get(frame.node_id, ())
         # An error edge takes the failure; without one the batch is the settlement alone (no
         # edge fires, and no barrier changed since the last snapshot), and the run ends.
-        outcome = OutcomeFailed(handled=bool(hops), error=error)
-        self._close_frame(frame, "failed", outcome, hops, frame.outputs, frame.artifacts, None, at)
+        self._log.append(
+            log_settle(frame.number, "failed", (), None, bool(hops), error, frame.attempt, at)
+        )
+        self._close_frame(frame, hops, frame.outputs, frame.artifacts, None, at)
         if hops:
             return
         cause: InterruptionCause
@@ -931,56 +943,54 @@ class RunEngine:
     def _close_frame(
         self,
         frame: Frame,
-        status: FrameStatus,
-        outcome: Any,
         hops: Sequence[Hop],
-        outputs: Table[NodeOutput],
-        artifacts: Table[ArtifactHandle],
+        outputs: FrameTable[Items],
+        artifacts: FrameTable[ArtifactHandle],
         evidence: Any,
         at: str,
     ) -> None:
-        """One settlement batch: ``node_settled``, ``edge_taken`` per fired edge, snapshot.
+        """The rest of a settlement batch: ``edge`` per fired edge, then a snapshot if needed.
 
         Each fired edge spawns its successor frame here, sharing ``outputs`` and ``artifacts``
         with its siblings.
         """
-        ref = frame.ref
-        log = self._log
-        log.append(node_settled(ref, outcome, at))
-        key = frame.key
-        self._status[key] = status
-        if frame.kind == "call":
-            self._calls.pop(key, None)
-        self._halted.pop(key, None)
+        self._halted.pop(frame.ident, None)
         self._remove_live(frame)
         if hops:
+            log = self._log
             queue = self._queue
-            fired = self._edges
-            bkey = frame.bkey
-            segments = frame.segments
+            route = frame.route
+            number = frame.number
             for hop in hops:
-                child_bkey = bkey + hop.token
-                child_segments = (*segments, hop.segment)
+                child_number = self._next
+                self._next = child_number + 1
                 target = hop.target
-                child_ref = frame_ref(
-                    hop.target_id, target.kind, branch_id(child_segments), hop.edge_id
-                )
-                child_key = hop.head + child_bkey
                 child = Frame(
-                    child_key, child_bkey, child_ref, child_segments, target, outputs, artifacts
+                    child_number,
+                    route.child(hop.segment, hop.token, hop.target_id, child_number),
+                    target,
+                    hop.edge_id,
+                    outputs,
+                    artifacts,
                 )
                 self._add_live(child)
                 queue.append(child)
                 log.append(
-                    edge_taken(
-                        hop.edge_id, hop.handle, ref, child_ref, outputs, artifacts, evidence, at
+                    log_edge(
+                        hop.edge_id,
+                        hop.handle,
+                        number,
+                        child_number,
+                        hop.target_id,
+                        target.kind,
+                        evidence,
+                        at,
                     )
                 )
-                fired.append(hop if evidence is None else (hop, evidence))
         if self._joins_version != self._snapshot_version:
-            # Frames need no snapshot (the fold advances them from node_settled and
-            # edge_taken); barriers do, so a snapshot closes a batch only when one changed.
-            log.append(self._snapshot_event(at))
+            # Frames need no snapshot (the fold advances them from settle and edge entries);
+            # barriers do, so a snapshot closes a batch only when one changed.
+            self._log.append(self._snapshot_entry(at))
 
     # ------------------------------------------------------------------------------------
     # Internals: joins
@@ -989,61 +999,62 @@ class RunEngine:
     def _arrive(self, frame: Frame, at: str) -> None:
         """A frame reached its join: add it to its barrier; close it or park it."""
         facts = self._plan.join(frame.node_id)
-        segments = frame.segments
-        edge_id = frame.ref.via_edge_id or ""
-        cut, key_length = self._plan.cut_at_fork(segments, frame.bkey, facts.fork)
-        prefix_key = frame.bkey[:key_length]
-        correlation = f"{frame.node_id}@{prefix_key}"
+        prefix = frame.route.ancestor_at(facts.fork) or frame.route
         self._remove_live(frame)
-        barrier = self._barriers.get(correlation)
+        barrier = self._barriers.get((facts.node_id, prefix.frame))
         if barrier is None:
-            barrier = Barrier(facts, correlation, segments[:cut], prefix_key)
+            barrier = Barrier(facts, prefix)
             self._open_barrier(barrier)
-        arrival = join_arrival(frame.ref.branch_id, edge_id, frame.outputs, frame.artifacts)
-        barrier.add(arrival, frame.bkey, frame.key)
+        barrier.add(frame)
         self._invalidate_joins()
         if barrier.complete:
             self._close_barrier(barrier, frame, at)
         else:
-            self._record(self._snapshot_event(at))
+            self._snapshot_version = self._joins_version
+            self._record(
+                LogArrive(frame=frame.number, fork=prefix.frame, required=facts.required, at=at)
+            )
 
     def _close_barrier(self, barrier: Barrier, completing: Frame, at: str) -> None:
         self._close_watch(barrier)
         self._invalidate_joins()
         facts = barrier.facts
         plan = self._plan
-        route = branch_id((*barrier.prefix, facts.segment))
-        bkey = barrier.prefix_key + facts.segment_key
-        ref = frame_ref(facts.node_id, "join", route, completing.ref.via_edge_id)
-        rows = sorted(zip((a.edge_id for a in barrier.arrivals), barrier.bkeys, strict=True))
+        number = self._new_number()
+        route = barrier.prefix.child(facts.segment, facts.segment_key, facts.node_id, number)
+        rows = sorted((a.via or "", a.route.key) for a in barrier.arrivals)
         items = tuple(
             output_item({"via": via, "from": plan.source_of(via), "branch": b}) for via, b in rows
         )
-        outputs: Table[NodeOutput] = Table.union([a.outputs for a in barrier.arrivals])
-        artifacts: Table[ArtifactHandle] = Table.union([a.artifacts for a in barrier.arrivals])
-        for key in barrier.frame_keys:
-            if self._status.get(key) == "running":
-                self._status[key] = "done"
         merged = Frame(
-            f"{facts.node_id}:{bkey}",
-            bkey,
-            ref,
-            route.segments,
+            number,
+            route,
             completing.node,
-            outputs,
-            artifacts,
+            completing.via,
+            FrameTable.union([a.outputs for a in barrier.arrivals]),
+            FrameTable.union([a.artifacts for a in barrier.arrivals]),
         )
-        self._settle_ok(merged, node_output(items, route), None, at)
+        self._record(
+            LogMerge(
+                frame=number,
+                node=facts.node_id,
+                fork=barrier.prefix.frame,
+                of=facts.segment.of,
+                via=completing.via,
+                arrivals=tuple(a.number for a in barrier.arrivals),
+            )
+        )
+        self._settle_ok(merged, items, None, at)
 
     def _open_barrier(self, barrier: Barrier) -> None:
         """Open a barrier: count the live frames that may still arrive, and watch its region."""
-        prefix = barrier.prefix_key
         live = self._live
+        fork, prefix = barrier.facts.fork, barrier.prefix
         barrier.live = sum(
             1
             for node_id in barrier.facts.region_nodes
             for f in live.get(node_id, {}).values()
-            if f.bkey.startswith(prefix)
+            if f.route.ancestor_at(fork) is prefix
         )
         self._barriers[barrier.key] = barrier
         for node_id in barrier.facts.region_nodes:
@@ -1096,8 +1107,40 @@ class RunEngine:
 
     def _finish(self, cause: InterruptionCause | None, at: str) -> None:
         if cause is not None:
-            self._record(RunInterrupted(cause=cause, at=at))
+            self._record(LogInterrupt(cause=cause, at=at))
             self._run_cause = cause
         outcome = outcome_for(cause)
-        self._record(RunSettled(outcome=outcome, at=at))
+        self._record(LogEnd(outcome=outcome, at=at))
         self._outcome = outcome
+
+
+class _LazyContext:
+    """A branch or select frame's ``PredicateContext``, rendered only as far as a cell reads it.
+
+    ``outputs`` is the frame's table seen through contract keys, and ``frame`` its contract
+    reference; both cost the route's depth to build, which most cells never pay in full.
+    """
+
+    __slots__ = ("_frame", "_outputs", "_ref")
+
+    def __init__(self, frame: Frame) -> None:
+        self._frame = frame
+        self._outputs: Mapping[str, NodeOutput] | None = None
+        self._ref: Any = None
+
+    @property
+    def outputs(self) -> Mapping[str, NodeOutput]:
+        outputs = self._outputs
+        if outputs is None:
+            outputs = self._outputs = self._frame.outputs.contract_view(_output_of)
+        return outputs
+
+    @property
+    def frame(self) -> Any:
+        from orchestration.engine_events import frame_ref
+
+        ref = self._ref
+        if ref is None:
+            f = self._frame
+            ref = self._ref = frame_ref(f.node_id, f.kind, f.route.branch_id(), f.via)
+        return ref

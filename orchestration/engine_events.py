@@ -42,6 +42,10 @@ from orchestration.types import (
 
 __all__ = [
     "branch_id",
+    "log_edge",
+    "log_enter",
+    "log_settle",
+    "log_snapshot",
     "edge_segment",
     "edge_taken",
     "edge_taken_record",
@@ -173,3 +177,33 @@ join_state: Callable[[str, str, tuple[JoinArrival, ...], int], JoinState] = _bui
     JoinState, "node_id, correlation_key, arrivals, required"
 )
 """A partial barrier."""
+
+
+# -- compact log entries (the engine's own log) -----------------------------------------------
+
+from orchestration.run.log import (  # noqa: E402 - builders below need the models above first
+    LogEdge,
+    LogEnter,
+    LogSettle,
+    LogSnapshot,
+)
+
+log_enter: Callable[[int, int, str], LogEnter] = _builder(
+    LogEnter, "frame, attempt, at", kind="'enter'"
+)
+"""``(frame, attempt, at)``."""
+
+log_edge: Callable[[str, str, int, int, str, str, Any, str], LogEdge] = _builder(
+    LogEdge, "edge, handle, source, frame, node, node_kind, evidence, at", kind="'edge'"
+)
+"""``(edge, handle, source, frame, node, node_kind, evidence, at)``."""
+
+log_settle: Callable[[int, str, Any, Any, bool, Any, int, str], LogSettle] = _builder(
+    LogSettle, "frame, status, items, artifact, handled, error, attempt, at", kind="'settle'"
+)
+"""``(frame, status, items, artifact, handled, error, attempt, at)``."""
+
+log_snapshot: Callable[[tuple[int, ...], tuple[Any, ...], str], LogSnapshot] = _builder(
+    LogSnapshot, "frames, joins, at", kind="'snapshot'"
+)
+"""``(frames, joins, at)``."""

@@ -189,9 +189,16 @@ class CompiledPlan:
         }
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
+        self.edge_index = {edge.id: i for i, edge in enumerate(view.edges)}
+        self.node_index = {node.id: i for i, node in enumerate(view.nodes)}
         self._idom: list[int] | None = None
         self._reached: list[bool] = []
         self._joins: dict[str, JoinFacts] = {}
+
+    @property
+    def graph(self) -> PlanGraph:
+        """The plan's integer graph (shared with freeze's analyses)."""
+        return self._graph
 
     def verdict_hops(self, node: PlanNode, verdict: object) -> tuple[Hop, ...] | None:
         """The edges a branch or select verdict fires, or ``None`` for a verdict of the wrong kind.

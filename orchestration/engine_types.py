@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from orchestration.contracts import PredicateContext, PredicateVerdict
+from orchestration.routes import Route
 from orchestration.types import (
     ArtifactHandle,
     CallNode,
@@ -31,15 +32,17 @@ __all__ = [
 ]
 
 
-class Dispatch(NamedTuple):
+class Dispatch:
     """One frame the host must run now, with everything it reads already resolved.
 
-    Immutable (a named tuple, so building one per frame stays cheap).
+    Built once per dispatched frame and never changed (a retry hands out a copy with the next
+    attempt number).
 
     Attributes:
-        key: The frame key ``<nodeId>:<branchKey>``: unique in the run and stable across
-            replays, so it is the right seed for an activity id and an idempotency key.
-        frame: The frame.
+        key: The frame's name: its contract key ``<nodeId>:<branchKey>`` while that is at most
+            200 characters, else ``<nodeId>:~<digest>`` (see ``Route.ident``). Unique in the run
+            and stable across replays, so it seeds activity ids and idempotency keys.
+        number: The frame's number in the compact log.
         node: The frame's node, as frozen in the plan.
         args: For a ``call``, its arguments with every reference resolved (read-only).
         prompt_parts: For a ``reason`` node, each prompt part as text, in order.
@@ -49,14 +52,68 @@ class Dispatch(NamedTuple):
 
     """
 
-    key: str
-    frame: FrameRef
-    node: PlanNode
-    args: Mapping[str, Any] | None = None
-    prompt_parts: tuple[str, ...] = ()
-    source: ArtifactHandle | None = None
-    context: PredicateContext | None = None
-    attempt: int = 1
+    __slots__ = (
+        "_route",
+        "_via",
+        "args",
+        "attempt",
+        "context",
+        "key",
+        "node",
+        "number",
+        "prompt_parts",
+        "source",
+    )
+
+    def __init__(
+        self,
+        key: str,
+        number: int,
+        node: PlanNode,
+        route: Route,
+        via: str | None,
+        *,
+        args: Mapping[str, Any] | None = None,
+        prompt_parts: tuple[str, ...] = (),
+        source: ArtifactHandle | None = None,
+        context: PredicateContext | None = None,
+        attempt: int = 1,
+    ) -> None:
+        self.key = key
+        self.number = number
+        self.node = node
+        self._route = route
+        self._via = via
+        self.args = args
+        self.prompt_parts = prompt_parts
+        self.source = source
+        self.context = context
+        self.attempt = attempt
+
+    def again(self, attempt: int) -> Dispatch:
+        """The same dispatch for attempt ``attempt``."""
+        return Dispatch(
+            self.key,
+            self.number,
+            self.node,
+            self._route,
+            self._via,
+            args=self.args,
+            prompt_parts=self.prompt_parts,
+            source=self.source,
+            context=self.context,
+            attempt=attempt,
+        )
+
+    @property
+    def frame(self) -> FrameRef:
+        """The contract's reference to this frame (its route rendered on first use)."""
+        return FrameRef(
+            node_id=self.node.id,
+            kind=self.node.kind,
+            branch_id=self._route.branch_id(),
+            via_edge_id=self._via,
+        )
 
     @property
     def kind(self) -> str:
@@ -72,6 +129,9 @@ class Dispatch(NamedTuple):
     def tool(self) -> str | None:
         """A call's tool name."""
         return self.node.definition.tool if isinstance(self.node, CallNode) else None
+
+    def __repr__(self) -> str:
+        return f"Dispatch({self.key!r}, attempt={self.attempt})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,17 +185,25 @@ class Failed:
         name: The error's name (an exception class name or a stable code).
         message: What happened, for the operator.
         kind: See above.
+        transient: Worth trying again (a network or timeout error, or so marked); a host
+            retries a transient failure of a frame that may be repeated (see
+            :mod:`orchestration.run.policy`), and the engine ignores it.
 
     """
 
     name: str
     message: str
     kind: FailureKind = "error"
+    transient: bool = False
 
     @classmethod
     def of(cls, error: BaseException, kind: FailureKind = "error") -> Failed:
-        """A failure named after an exception's class."""
-        return cls(name=type(error).__name__, message=str(error), kind=kind)
+        """A failure named after an exception's class (transient when the error is)."""
+        from orchestration.run.policy import is_transient
+
+        return cls(
+            name=type(error).__name__, message=str(error), kind=kind, transient=is_transient(error)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from orchestration.encoding import NodeRef, to_json_value
 from orchestration.routes import branch_key
-from orchestration.tables import Table
-from orchestration.types import NodeOutput, TextPart
+from orchestration.tables import FrameEntry, FrameTable
+from orchestration.types import NodeOutput, OutputItem, TextPart
 
 __all__ = [
     "MISSING",
     "MissingValue",
+    "entry_for",
     "output_for",
     "read_path",
     "read_segments",
@@ -121,23 +122,42 @@ def read_segments(value: Any, segments: Sequence[str]) -> Any:
 
 
 def output_for(ref: NodeRef, table: Mapping[str, V]) -> V | None:
-    """The entry a reference addresses in a table (outputs or artifacts), or ``None``."""
+    """The entry a reference addresses in a contract table (outputs or artifacts), or ``None``."""
     if ref.branch_id is not None:
         return table.get(f"{ref.node}:{branch_key(ref.branch_id)}")
-    if type(table) is Table:
-        key = table.first_key(ref.node)
+    first_key = getattr(table, "first_key", None)
+    if first_key is not None:
+        key = first_key(ref.node)
     else:
         prefix = f"{ref.node}:"
         key = min((k for k in table if k.startswith(prefix)), default=None)
     return None if key is None else table.get(key)
 
 
-def resolve_ref(ref: NodeRef, table: Mapping[str, NodeOutput]) -> Any:
+def entry_for(ref: NodeRef, table: FrameTable[Any]) -> FrameEntry | None:
+    """The entry a reference addresses in an engine table, or ``None``."""
+    if ref.branch_id is not None:
+        return table.find(ref.node, branch_key(ref.branch_id))
+    return table.first(ref.node)
+
+
+Readable = Mapping[str, NodeOutput] | FrameTable[tuple[OutputItem, ...]]
+"""What references read: a contract table, or the engine's table of output items."""
+
+
+def _items(ref: NodeRef, table: Readable) -> tuple[OutputItem, ...] | None:
+    if type(table) is FrameTable:
+        entry = entry_for(ref, table)
+        return None if entry is None else cast(tuple[OutputItem, ...], entry.value)
+    output = output_for(ref, cast(Mapping[str, NodeOutput], table))
+    return None if output is None else output.items
+
+
+def resolve_ref(ref: NodeRef, table: Readable) -> Any:
     """The value a reference reads from a branch-local table, or :data:`MISSING`."""
-    output = output_for(ref, table)
-    if output is None:
+    items = _items(ref, table)
+    if items is None:
         return MISSING
-    items = output.items
     select = ref.select
     if select == "first":
         if not items:
@@ -157,9 +177,7 @@ def resolve_ref(ref: NodeRef, table: Mapping[str, NodeOutput]) -> Any:
     return read_path(base, ref.path)
 
 
-def resolve_args(
-    args: Mapping[str, Any], table: Mapping[str, NodeOutput], on_missing: str
-) -> dict[str, Any]:
+def resolve_args(args: Mapping[str, Any], table: Readable, on_missing: str) -> dict[str, Any]:
     """A call's arguments with every reference replaced by what it reads.
 
     Lists map element-wise and dicts key-wise (rebuilt, so the plan's own values are never
@@ -179,7 +197,7 @@ def resolve_args(
     return out
 
 
-def _resolve(value: Any, table: Mapping[str, NodeOutput], omit: bool, location: str) -> Any:
+def _resolve(value: Any, table: Readable, omit: bool, location: str) -> Any:
     kind = type(value)
     if kind is NodeRef:
         resolved = resolve_ref(value, table)
@@ -211,9 +229,7 @@ def render_prompt_value(value: Any) -> str:
     return json.dumps(to_json_value(value), ensure_ascii=False, separators=(",", ":"))
 
 
-def resolve_prompt(
-    parts: Sequence[TextPart | NodeRef], table: Mapping[str, NodeOutput]
-) -> tuple[str, ...]:
+def resolve_prompt(parts: Sequence[TextPart | NodeRef], table: Readable) -> tuple[str, ...]:
     """Each prompt part as text.
 
     Literal text is kept as is, a reference is rendered by :func:`render_prompt_value`, or reads

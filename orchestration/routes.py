@@ -18,15 +18,18 @@ every id (they only differ from ``len()`` for characters outside the Basic Multi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
 __all__ = [
+    "ROUTE_KEY_CACHE",
     "BranchId",
     "EdgeSegment",
     "JoinSegment",
+    "Route",
     "RouteSegment",
     "branch_key",
     "edge_token",
@@ -121,3 +124,170 @@ def branch_key(branch: BranchId) -> str:
 def frame_key(node_id: str, branch: BranchId) -> str:
     """The output-table key of node ``node_id`` on route ``branch``: ``"<nodeId>:<branchKey>"``."""
     return f"{node_id}:{branch_key(branch)}"
+
+
+ROUTE_KEY_CACHE = 200
+"""Routes whose branch key is at most this long keep it; longer ones render it on demand."""
+
+
+class Route:
+    """An interned route: a parent pointer plus one segment, built in O(1) per step.
+
+    The contract's route is the whole segment list, and its branch key grows by one token per
+    edge, so holding either per frame costs O(depth) per step and O(depth²) over a chain. The
+    engine instead keeps one ``Route`` per frame, sharing every ancestor: a child is its parent
+    plus one segment. What the contract's forms need is derived on demand and cached where it
+    stays small: the branch key (kept when at most :data:`ROUTE_KEY_CACHE` characters), the
+    segments (:meth:`segments`, :meth:`branch_id`), and a digest chained from the parent's
+    (``sha256(parent digest + token)``), which names a frame in O(1) when its key is long.
+
+    Attributes:
+        parent: The route one segment shorter (``None`` for the entry's empty route).
+        segment: The last segment (``None`` for the empty route).
+        token: That segment's rendering in the branch key (``""`` for the empty route).
+        node: The node this route reaches: the edge's target, or the join.
+        frame: The id of the frame this route identifies (a route belongs to one frame).
+        depth: How many segments it has.
+        key_length: The length of its branch key.
+
+    """
+
+    __slots__ = (
+        "_branch",
+        "_digest",
+        "_key",
+        "depth",
+        "frame",
+        "key_length",
+        "node",
+        "parent",
+        "segment",
+        "token",
+    )
+
+    def __init__(
+        self,
+        parent: Route | None,
+        segment: EdgeSegment | JoinSegment | None,
+        token: str,
+        node: str,
+        frame: int,
+    ) -> None:
+        self.parent = parent
+        self.segment = segment
+        self.token = token
+        self.node = node
+        self.frame = frame
+        if parent is None:
+            self.depth = 0
+            self.key_length = len(token)
+            self._key: str | None = token
+        else:
+            self.depth = parent.depth + 1
+            self.key_length = parent.key_length + len(token)
+            parent_key = parent._key
+            self._key = (
+                parent_key + token
+                if parent_key is not None and self.key_length <= ROUTE_KEY_CACHE
+                else None
+            )
+        self._digest: bytes | None = None
+        self._branch: BranchId | None = None
+
+    @classmethod
+    def root(cls, entry: str, frame: int = 0) -> Route:
+        """The entry frame's empty route."""
+        return cls(None, None, "", entry, frame)
+
+    def child(self, segment: EdgeSegment | JoinSegment, token: str, node: str, frame: int) -> Route:
+        """This route plus one segment, reaching ``node``, for frame ``frame``."""
+        return Route(self, segment, token, node, frame)
+
+    def lineage(self) -> list[Route]:
+        """This route and its ancestors, root first."""
+        out: list[Route] = []
+        route: Route | None = self
+        while route is not None:
+            out.append(route)
+            route = route.parent
+        out.reverse()
+        return out
+
+    @property
+    def key(self) -> str:
+        """The branch key (``branch_key(self.branch_id())``), rendered once if short."""
+        if self._key is not None:
+            return self._key
+        tokens: list[str] = []
+        route: Route | None = self
+        while route is not None and route._key is None:
+            tokens.append(route.token)
+            route = route.parent
+        head = "" if route is None else route._key or ""
+        key = head + "".join(reversed(tokens))
+        if self.key_length <= ROUTE_KEY_CACHE:
+            self._key = key
+        return key
+
+    def segments(self) -> tuple[EdgeSegment | JoinSegment, ...]:
+        """The route's segments, in traversal order."""
+        return tuple(r.segment for r in self.lineage() if r.segment is not None)
+
+    def branch_id(self) -> BranchId:
+        """The contract's ``BranchId`` (built once)."""
+        branch = self._branch
+        if branch is None:
+            branch = self._branch = BranchId(segments=self.segments())
+        return branch
+
+    @property
+    def digest(self) -> bytes:
+        """``sha256(parent digest + token)``: equal routes, equal digests, in every process."""
+        if self._digest is not None:
+            return self._digest
+        pending: list[Route] = []
+        route: Route | None = self
+        while route is not None and route._digest is None:
+            pending.append(route)
+            route = route.parent
+        digest = b"" if route is None else route._digest or b""
+        for item in reversed(pending):
+            digest = hashlib.sha256(digest + item.token.encode()).digest()
+            item._digest = digest
+        return digest
+
+    def ident(self, node_id: str) -> str:
+        """A frame's short name: its frame key when that is short, else node id and digest.
+
+        ``<node>:<branchKey>`` while that is at most :data:`ROUTE_KEY_CACHE` characters, so
+        most frames read as their contract key; past that ``<node>:~<24 hex digits>``, since
+        activity ids and operator commands need a bounded name.
+        """
+        if len(node_id) + 1 + self.key_length <= ROUTE_KEY_CACHE:
+            return f"{node_id}:{self.key}"
+        return f"{node_id}:~{self.digest.hex()[:24]}"
+
+    def ancestor_at(self, node: str) -> Route | None:
+        """The route, this one or an ancestor, that reached ``node``; ``None`` if none did.
+
+        A route passes a node at most once (the graph is acyclic), so the answer is unique; it
+        is found walking up from here, which for a join's fork costs the depth of the diamond.
+        """
+        route: Route | None = self
+        while route is not None:
+            if route.node == node:
+                return route
+            route = route.parent
+        return None
+
+    def extends(self, prefix: Route) -> bool:
+        """Whether ``prefix`` is this route or one of its ancestors."""
+        route: Route | None = self
+        steps = self.depth - prefix.depth
+        while route is not None and steps > 0:
+            route = route.parent
+            steps -= 1
+        return route is prefix
+
+    def __repr__(self) -> str:
+        return f"Route(frame={self.frame}, node={self.node!r}, depth={self.depth})"

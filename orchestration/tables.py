@@ -22,13 +22,15 @@ object like any other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast, get_args
+from typing import Any, Generic, NamedTuple, TypeVar, cast, get_args
 
 from immutables import Map
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["Table", "TableSchema"]
+from orchestration.routes import Route
+
+__all__ = ["FrameEntry", "FrameTable", "Table", "TableSchema"]
 
 V = TypeVar("V")
 
@@ -198,3 +200,153 @@ class TableSchema:
                 _as_dict, return_schema=dict_schema
             ),
         )
+
+
+class FrameEntry(NamedTuple):
+    """One entry of a :class:`FrameTable`: the producing frame's node and route, and the value."""
+
+    node: str
+    route: Route
+    value: Any
+
+
+class FrameTable(Generic[V]):
+    """The engine's branch-local table: keyed by frame id, structurally shared, never mutated.
+
+    The contract keys a table ``<nodeId>:<branchKey>``, and a branch key is as long as its
+    route; keying the engine's tables by it would make every step cost the depth of the plan.
+    The engine keys them by the producing frame's id instead (its route rides along in the
+    entry), and renders contract keys only at a boundary (:meth:`contract_view`).
+
+    What a reference reads without a ``branchId`` is the node's entry with the *smallest* branch
+    key, as the contract's tables order it; a table from a valid plan holds one entry per node,
+    so keys are compared only in the rare table that holds two.
+    """
+
+    __slots__ = ("_entries", "_first")
+
+    _entries: Map[int, FrameEntry]
+    _first: Map[str, int]
+
+    def __init__(self) -> None:
+        self._entries = Map()
+        self._first = Map()
+
+    @classmethod
+    def _of(cls, entries: Map[int, FrameEntry], first: Map[str, int]) -> FrameTable[V]:
+        table: FrameTable[V] = cls.__new__(cls)
+        table._entries = entries
+        table._first = first
+        return table
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, frame: object) -> bool:
+        return frame in self._entries
+
+    def entry(self, frame: int) -> FrameEntry | None:
+        """The entry of frame ``frame``, or ``None``."""
+        return self._entries.get(frame)
+
+    def entries(self) -> list[tuple[int, FrameEntry]]:
+        """Every ``(frame id, entry)``, in frame-id order."""
+        return sorted(self._entries.items())
+
+    def set(self, frame: int, node: str, route: Route, value: V) -> FrameTable[V]:
+        """A table with ``frame``'s entry; this one is unchanged. ``O(log n)``."""
+        first = self._first
+        current = first.get(node)
+        if current is None or (current != frame and route.key < self._entries[current].route.key):
+            first = first.set(node, frame)
+        return FrameTable._of(self._entries.set(frame, FrameEntry(node, route, value)), first)
+
+    def first(self, node: str) -> FrameEntry | None:
+        """The node's entry with the smallest branch key (what an unqualified reference reads)."""
+        frame = self._first.get(node)
+        return None if frame is None else self._entries[frame]
+
+    def find(self, node: str, branch_key: str) -> FrameEntry | None:
+        """The node's entry on the route whose branch key is ``branch_key``, or ``None``."""
+        head = self.first(node)
+        if head is None:
+            return None
+        if head.route.key == branch_key:
+            return head
+        for entry in self._entries.values():
+            if entry.node == node and entry.route.key == branch_key:
+                return entry
+        return None
+
+    @classmethod
+    def union(cls, tables: Sequence[FrameTable[V]]) -> FrameTable[V]:
+        """The union of ``tables`` (entries are frame-unique, so no value conflicts)."""
+        if not tables:
+            return cls()
+        head = tables[0]
+        entries, first = head._entries, head._first
+        for other in tables[1:]:
+            if other._entries is not entries:
+                entries = entries.update(other._entries)
+                first = first.update(other._first)
+        if len(first) != len(entries):
+            first = _first_frames(entries)
+        return cls._of(entries, first)
+
+    def contract_view(self, value: Callable[[FrameEntry], Any]) -> Mapping[str, Any]:
+        """The table as the contract keys it, ``<nodeId>:<branchKey>`` → ``value(entry)``.
+
+        A read-only view: keys are rendered only when iterated, and a lookup by key finds its
+        entry through the node's index, so a cell that reads one node's output pays for that
+        node alone.
+        """
+        return _ContractView(self, value)
+
+
+class _ContractView(Mapping[str, Any]):
+    """A :class:`FrameTable` seen through contract keys (see ``FrameTable.contract_view``)."""
+
+    __slots__ = ("_keys", "_table", "_value")
+
+    def __init__(self, table: FrameTable[Any], value: Callable[[FrameEntry], Any]) -> None:
+        self._table = table
+        self._value = value
+        self._keys: tuple[str, ...] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        node, sep, branch = key.partition(":")
+        entry = self._table.find(node, branch) if sep else None
+        if entry is None:
+            raise KeyError(key)
+        return self._value(entry)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        node, sep, branch = key.partition(":")
+        return bool(sep) and self._table.find(node, branch) is not None
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __iter__(self) -> Iterator[str]:
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = tuple(
+                sorted(f"{e.node}:{e.route.key}" for _, e in self._table.entries())
+            )
+        return iter(keys)
+
+    def first_key(self, node_id: str) -> str | None:
+        """The smallest key of ``node_id`` (what an unqualified reference reads)."""
+        entry = self._table.first(node_id)
+        return None if entry is None else f"{node_id}:{entry.route.key}"
+
+
+def _first_frames(entries: Map[int, FrameEntry]) -> Map[str, int]:
+    best: dict[str, tuple[int, FrameEntry]] = {}
+    for frame, entry in entries.items():
+        current = best.get(entry.node)
+        if current is None or entry.route.key < current[1].route.key:
+            best[entry.node] = (frame, entry)
+    return Map({node: frame for node, (frame, _) in best.items()})

@@ -31,10 +31,16 @@ from orchestration.engine import (
     SettleResult,
     Skipped,
     Succeeded,
-    indeterminate_action,
 )
+from orchestration.execution import RetrySettings, RunSettings
 from orchestration.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
+from orchestration.run.driver import Inbox, RunDriver, decided
+from orchestration.run.expand import expand_log
+from orchestration.run.local import LocalPort, failed_from
+from orchestration.run.log import LogEntry
+from orchestration.run.policy import Attempt, Lost
+from orchestration.run.work import FrameWork, WorkFailed, decide_with
 from orchestration.runs import fold_run
 from orchestration.scripted_reasoner import (
     NoToolCall,
@@ -43,6 +49,7 @@ from orchestration.scripted_reasoner import (
     example_for_schema,
 )
 from orchestration.types import (
+    ApprovalRecord,
     ArtifactHandle,
     BooleanField,
     BranchDefinition,
@@ -58,11 +65,9 @@ from orchestration.types import (
     InterruptionCause,
     JoinNode,
     NumberField,
-    OperatorStop,
     PlanBounds,
     PlanEdge,
     PlanNode,
-    ProcessDeath,
     PromptPart,
     RawPlanView,
     ReasonDefinition,
@@ -462,10 +467,11 @@ async def run_in_process(
 ) -> tuple[list[RunEvent], RunProjection]:
     """Run a plan in this process against scripted tools; return its log and its projection.
 
-    A test double, not a runtime (see the module docstring). Each frame the engine hands out
-    runs as an asyncio task: calls, reason nodes and transforms through ``toolbox``; branches
-    and selects through their cell in ``evaluators`` (default: the structured cell), a cell
-    that raises being a ``predicate`` failure. Results are settled as they complete.
+    The run goes through the hosts' shared loop (:class:`~orchestration.run.driver.RunDriver`),
+    so retries, lost attempts, halts and stops follow the same rules as on Temporal; only the
+    work is scripted: calls, reason nodes and transforms are answered by ``toolbox``, branches
+    and selects by their cell in ``evaluators`` (default: the structured cell). Retries do not
+    wait.
 
     Args:
         view: The plan.
@@ -474,10 +480,11 @@ async def run_in_process(
         evaluators: The predicate cells by id.
         run_id: The run's id.
         max_in_flight: The host's cap on frames in flight.
-        clock: Returns ``at`` for each engine call (default: a :class:`TickClock`).
+        clock: Returns ``at`` for each entry (default: a :class:`TickClock`).
         on_halt: Decides a halted indeterminate call (default: ``abort``).
         stop_when: Checked after every settlement; a cause it returns stops the run.
-        max_attempts: Attempts of an indeterminate call under ``retry`` before it fails.
+        max_attempts: Attempts of a frame that may be repeated, before a lost or transient
+            outcome settles it.
 
     Raises:
         InvalidRunInputError: the input is refused (nothing was recorded).
@@ -487,104 +494,52 @@ async def run_in_process(
     cells = {cell.id: cell for cell in (evaluators or [StructuredCell()])}
     now = clock or TickClock()
     engine = RunEngine.start(view, run_id, run_input, now(), max_in_flight=max_in_flight)
-    events: list[RunEvent] = engine.drain_events()
-    tasks: dict[asyncio.Task[Answer], tuple[int, Dispatch]] = {}
-    order = 0
+    log: list[LogEntry] = engine.drain()
+    inbox = Inbox()
 
-    def launch(dispatch: Dispatch) -> None:
-        nonlocal order
-        order += 1
-        tasks[asyncio.ensure_future(_perform(dispatch, tools, cells))] = (order, dispatch)
+    async def executor(dispatch: Dispatch) -> Attempt:
+        node = dispatch.node
+        if isinstance(node, BranchNode | SelectNode):
+            assert dispatch.context is not None
+            try:
+                answer = await decide_with(cells, node, dispatch.context)
+            except WorkFailed as error:
+                return failed_from(error)
+            return decided(answer.kind, answer.matched, answer.case_label, answer.evidence)
+        outcome = await tools.run(dispatch)
+        if isinstance(outcome, Indeterminate):
+            return Lost("the script says the call's outcome is unknown")
+        return outcome
 
-    try:
-        while not engine.done:
-            for dispatch in engine.ready(now()):
-                launch(dispatch)
-            if engine.done:
-                break
-            if not tasks:
-                raise RuntimeError(
-                    "the engine is waiting on nothing: no frame in flight and nothing ready"
-                )
-            finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(finished, key=lambda t: tasks[t][0]):
-                _, dispatch = tasks.pop(task)
-                outcome = task.result()
-                if isinstance(outcome, Indeterminate):
-                    _indeterminate(engine, dispatch, now, on_halt, max_attempts, launch)
-                else:
-                    engine.settle(dispatch.key, outcome, now())
-                if stop_when is not None and not engine.done:
-                    cause = stop_when(engine)
-                    if cause is not None:
-                        engine.stop(cause, now())
-            events.extend(engine.drain_events())
-    finally:
-        for task in tasks:
-            task.cancel()
-    events.extend(engine.drain_events())
+    def sink(entries: list[LogEntry]) -> None:
+        log.extend(entries)
+        if stop_when is not None and not engine.done and inbox.stop is None:
+            inbox.stop = stop_when(engine)
+
+    async def no_pause(seconds: float) -> None:
+        await asyncio.sleep(0)
+
+    port = LocalPort(
+        FrameWork(),
+        view,
+        ApprovalRecord(
+            plan_id=view.plan_id,
+            digest=view.digest,
+            authority_set=(),
+            decided_by="test",
+            decided_at="2026-01-01T00:00:00Z",
+        ),
+        run_id,
+        RunSettings(),
+        clock=now,
+        executor=executor,
+        sink=sink,
+        pause=no_pause,
+    )
+    retry = RetrySettings(maximum_attempts=max_attempts)
+    driver = RunDriver(
+        engine, port, retry, inbox, on_halt=on_halt or (lambda dispatch: "abort")
+    )
+    await driver.run()
+    events = expand_log(log)
     return events, fold_run(events)
-
-
-def _indeterminate(
-    engine: RunEngine,
-    dispatch: Dispatch,
-    now: Callable[[], str],
-    on_halt: Callable[[Dispatch], HaltDecision] | None,
-    max_attempts: int,
-    launch: Callable[[Dispatch], None],
-) -> None:
-    """Resolve an indeterminate outcome by the node's policy, as a workflow would.
-
-    ``skip`` settles it skipped; ``retry`` runs it again (failing it after ``max_attempts``);
-    ``halt`` interrupts the frame and applies ``on_halt``'s decision. A run already stopping
-    starts nothing again: the frame is interrupted and stays indeterminate.
-    """
-    policy = indeterminate_action(dispatch.node)
-    key = dispatch.key
-    if policy == "skip":
-        engine.settle(key, Skipped(), now())
-        return
-    halted = policy == "halt"
-    if halted:
-        engine.interrupt_frame(key, ProcessDeath(), now())
-    if engine.stopping is not None:
-        if not halted:
-            engine.interrupt_frame(key, ProcessDeath(), now())
-        return
-    decision: HaltDecision = "retry"
-    if halted:
-        decision = on_halt(dispatch) if on_halt is not None else "abort"
-    if decision == "skip":
-        engine.settle(key, Skipped(), now())
-    elif decision == "abort":
-        engine.stop(OperatorStop(), now())
-    elif dispatch.attempt >= max_attempts:
-        engine.settle(
-            key,
-            Failed("IndeterminateError", f"no outcome after {dispatch.attempt} attempts"),
-            now(),
-        )
-    else:
-        launch(engine.retry(key, now()))
-
-
-async def _perform(
-    dispatch: Dispatch, tools: FakeToolbox, cells: Mapping[str, PredicateEvaluator]
-) -> Answer:
-    node = dispatch.node
-    if isinstance(node, BranchNode | SelectNode):
-        cell = cells.get(node.definition.evaluator)
-        if cell is None:
-            return Failed(
-                "UnknownEvaluatorError",
-                f'no evaluator cell "{node.definition.evaluator}" is registered',
-                "predicate",
-            )
-        assert dispatch.context is not None
-        try:
-            verdict = await cell.evaluate(node, dispatch.context)
-        except Exception as exc:  # noqa: BLE001 - a cell that raises is unevaluatable
-            return Failed.of(exc, "predicate")
-        return Decided(verdict)
-    return await tools.run(dispatch)

@@ -8,6 +8,9 @@ from typing import Any
 from orchestration.engine import Decided, Dispatch, RunEngine, SettleResult, Succeeded
 from orchestration.predicates.structured import StructuredCell
 from orchestration.routes import branch_key
+from orchestration.run.expand import LogExpander
+from orchestration.run.log import LogEntry
+from orchestration.runs import fold_run
 from orchestration.types import (
     EdgeTaken,
     FrameRef,
@@ -18,10 +21,46 @@ from orchestration.types import (
     RunEvent,
     RunInterrupted,
     RunSettled,
+    RunProjection,
     RunStarted,
 )
 
 AT = "2026-01-01T00:00:00Z"
+
+
+class Engine(RunEngine):
+    """The engine with its log kept: compact entries, and their contract events on drain."""
+
+    @property
+    def log(self) -> list[LogEntry]:
+        return self.__dict__.setdefault("_kept", [])
+
+    @property
+    def expander(self) -> LogExpander:
+        return self.__dict__.setdefault("_expander", LogExpander())
+
+    def drain_events(self) -> list[RunEvent]:
+        new = self.drain()
+        self.log.extend(new)
+        return self.expander.expand(new)
+
+    @classmethod
+    def resume_from(cls, view: RawPlanView, log: list[LogEntry], **options: Any) -> Engine:
+        """Resume from ``log``; later drains continue its contract events."""
+        engine = cls.resume(view, log, **options)
+        assert isinstance(engine, Engine)
+        engine.log.extend(log)
+        engine.expander.expand(log)
+        return engine
+
+
+def assert_agrees(engine: RunEngine, projection: RunProjection) -> None:
+    """The fold's frontier, outcome and interruption are the engine's own."""
+    frames, joins = engine.frontier_keys()
+    assert tuple(fkey(p.frame) for p in projection.frontier.frames) == frames
+    assert tuple(j.correlation_key for j in projection.frontier.joins) == joins
+    assert projection.outcome == engine.outcome
+    assert projection.interruption == engine.interruption
 
 
 def fkey(frame: FrameRef) -> str:
@@ -73,10 +112,10 @@ def drive(
     *,
     max_in_flight: int = 1000,
     after_each: Callable[[RunEngine, list[RunEvent]], None] | None = None,
-) -> tuple[RunEngine, list[RunEvent]]:
+) -> tuple[Engine, list[RunEvent]]:
     """Run synchronously, settling every ready frame in dispatch order."""
     cell = StructuredCell()
-    engine = RunEngine.start(view, "run-1", run_input, AT, max_in_flight=max_in_flight)
+    engine = Engine.start(view, "run-1", run_input, AT, max_in_flight=max_in_flight)
     events = engine.drain_events()
     if after_each:
         after_each(engine, events)
@@ -95,4 +134,5 @@ def drive(
             events += engine.drain_events()
             if after_each:
                 after_each(engine, events)
+    assert isinstance(engine, Engine)
     return engine, events

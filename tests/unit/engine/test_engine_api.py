@@ -19,6 +19,9 @@ from orchestration.engine import (
     Succeeded,
 )
 from orchestration.errors import EngineStateError, MalformedRunLogError, UnrunnablePlanError
+from orchestration.run.checkpoint import Checkpoint
+from orchestration.run.expand import expand_log
+from orchestration.run.log import LogArrive
 from orchestration.runs import fold_run
 from orchestration.testing import (
     Attempts,
@@ -44,7 +47,7 @@ from orchestration.types import (
     StringField,
 )
 
-from .helpers import AT, drive, trace
+from .helpers import AT, Engine, assert_agrees, drive, trace
 
 
 def chain_view(*names: str) -> Any:
@@ -55,7 +58,7 @@ def chain_view(*names: str) -> Any:
 
 
 def started(view: Any, run_input: dict[str, Any] | None = None) -> tuple[RunEngine, list[RunEvent]]:
-    engine = RunEngine.start(view, "run-1", run_input or {}, AT)
+    engine = Engine.start(view, "run-1", run_input or {}, AT)
     return engine, engine.drain_events()
 
 
@@ -96,13 +99,13 @@ def test_unrunnable_views_are_refused_before_anything_is_recorded() -> None:
     """No single entry, a cycle, or a dangling edge: refused by name at start."""
     two_entries = PlanSketch().entry().entry(node_id="other").view()
     with pytest.raises(UnrunnablePlanError, match="exactly one entry"):
-        RunEngine.start(two_entries, "r", {}, AT)
+        Engine.start(two_entries, "r", {}, AT)
     cycle = PlanSketch().entry().call("a").call("b").chain("entry", "a", "b", "a").view()
     with pytest.raises(UnrunnablePlanError, match="cycle"):
-        RunEngine.start(cycle, "r", {}, AT)
+        Engine.start(cycle, "r", {}, AT)
     dangling = PlanSketch().entry().edge("entry", "ghost").view()
     with pytest.raises(UnrunnablePlanError, match="does not exist"):
-        RunEngine.start(dangling, "r", {}, AT)
+        Engine.start(dangling, "r", {}, AT)
 
 
 def test_wrong_verdict_kind_is_a_predicate_failure() -> None:
@@ -114,7 +117,7 @@ def test_wrong_verdict_kind_is_a_predicate_failure() -> None:
     events += engine.drain_events()
     assert engine.outcome == "halted"
     assert engine.interruption == PredicateUnevaluatable(node_id="b")
-    assert fold_run(events) == engine.projection()
+    assert_agrees(engine, fold_run(events))
 
 
 class Raising:
@@ -193,7 +196,7 @@ def test_halted_frame_pauses_the_run_until_retried() -> None:
     assert engine.ready(AT) == []
     events += engine.drain_events()
     projection = fold_run(events)
-    assert projection == engine.projection()
+    assert_agrees(engine, projection)
     assert projection.outcome == "running"
     assert projection.interruption == ProcessDeath()
     assert [f.node_id for f in projection.indeterminate] == ["a"]
@@ -207,7 +210,7 @@ def test_halted_frame_pauses_the_run_until_retried() -> None:
     engine.settle(c.key, Succeeded.one({}), AT)
     events += engine.drain_events()
     assert engine.outcome == "completed"
-    assert fold_run(events) == engine.projection()
+    assert_agrees(engine, fold_run(events))
     assert engine.steps == 4
 
 
@@ -230,7 +233,7 @@ def test_halted_frame_skipped_continues_without_its_output() -> None:
     engine.settle(c.key, Succeeded.one({}), AT)
     events += engine.drain_events()
     projection = fold_run(events)
-    assert projection == engine.projection()
+    assert_agrees(engine, projection)
     assert projection.frame_status[a.key] == "skipped"
     assert dict(projection.node_status_by_id)["a"] == "skipped"
     assert a.key not in projection.outputs
@@ -251,7 +254,7 @@ def test_halted_frame_aborted_by_an_operator() -> None:
         ("run_settled", "aborted"),
     ]
     projection = fold_run(events)
-    assert projection == engine.projection()
+    assert_agrees(engine, projection)
     assert [f.node_id for f in projection.indeterminate] == ["a"]
     with pytest.raises(EngineStateError):
         engine.settle(a.key, Succeeded.one({}), AT)
@@ -290,13 +293,13 @@ def test_resume_from_a_log_continues_where_it_stopped() -> None:
     """An engine rebuilt from a log mid-run finishes with the same events as an unbroken run."""
     view = _canonical()
     _, whole = drive(view, {}, lambda d: Succeeded.one({"value": d.node.id}), max_in_flight=1)
-    engine = RunEngine.start(view, "run-1", {}, AT, max_in_flight=1)
+    engine = Engine.start(view, "run-1", {}, AT, max_in_flight=1)
     events = engine.drain_events()
     for _ in range(3):
         (d,) = engine.ready(AT)
         engine.settle(d.key, Succeeded.one({"value": d.node.id}), AT)
     events += engine.drain_events()
-    resumed = RunEngine.resume(view, events, max_in_flight=1)
+    resumed = Engine.resume_from(view, engine.log, max_in_flight=1)
     assert resumed.steps == engine.steps
     rest: list[RunEvent] = []
     while not resumed.done:
@@ -332,7 +335,7 @@ def test_resume_recovers_an_entered_call_for_a_decision() -> None:
     engine, events = started(view)
     (a,) = engine.ready(AT)
     events += engine.drain_events()
-    resumed = RunEngine.resume(view, events)
+    resumed = Engine.resume_from(view, engine.log)
     assert [d.key for d in resumed.recovered] == [a.key]
     assert resumed.ready(AT) == []
     again = resumed.retry(a.key, AT)
@@ -344,45 +347,50 @@ def test_resume_recovers_an_entered_call_for_a_decision() -> None:
     assert resumed.steps == 3
 
 
-def test_resume_from_a_snapshot_continues_as_new() -> None:
-    """run_started + the latest snapshot + the step count are enough to continue a run."""
+def test_a_checkpoint_continues_the_run_as_new() -> None:
+    """A checkpoint (nothing in flight) is enough to continue a run in a new engine."""
     view = _canonical()
-    engine, first = started(view)
-    for _ in range(2):
+    _, whole = drive(view, {}, lambda d: Succeeded.one({"value": d.node.id}), max_in_flight=1)
+    engine = Engine.start(view, "run-1", {}, AT, max_in_flight=1)
+    for _ in range(3):
         for d in engine.ready(AT):
             engine.settle(d.key, Succeeded.one({"value": d.node.id}), AT)
-    first += engine.drain_events()
     assert engine.in_flight == ()
-    snapshot = engine.snapshot(AT)
-    first += engine.drain_events()
-    carried: list[RunEvent] = [first[0], snapshot]
-    resumed = RunEngine.resume(view, carried, steps=engine.steps, at=AT)
-    second = resumed.drain_events()
-    assert isinstance(second[0], FrontierSnapshot)
+    carried = engine.checkpoint(AT)
+    first = engine.drain_events()
+    assert isinstance(first[-1], FrontierSnapshot)
+    wire = Checkpoint.model_validate_json(carried.model_dump_json())
+    resumed = RunEngine.continued(view, wire, at=AT, max_in_flight=1)
+    assert resumed.steps == engine.steps
+    log = [*engine.log, *resumed.drain()]
     while not resumed.done:
         for d in resumed.ready(AT):
             resumed.settle(d.key, Succeeded.one({"value": d.node.id}), AT)
-        second += resumed.drain_events()
-    projection = fold_run(first + second)
-    assert projection.outcome == "completed"
-    assert dict(projection.node_status_by_id) == {
-        n: "done" for n in ("entry", "a", "b", "c", "j", "after")
-    }
+        log += resumed.drain()
+    events = expand_log(log)
+    assert [t for t in trace(events) if t[0] != "snapshot"] == [
+        t for t in trace(whole) if t[0] != "snapshot"
+    ]
+    assert fold_run(events).outputs == fold_run(whole).outputs
+
+
+def test_a_checkpoint_needs_nothing_in_flight() -> None:
+    """Frames in flight cannot be carried: checkpoint() refuses until they settle."""
+    engine, _ = started(chain_view("a"))
+    engine.ready(AT)
+    with pytest.raises(EngineStateError, match="nothing in flight"):
+        engine.checkpoint(AT)
 
 
 def test_a_repeated_arrival_is_idempotent() -> None:
     """The same (edge, route) arriving twice at a barrier counts once."""
     view = _canonical()
-    _, whole = drive(view, {}, lambda d: Succeeded.one({"value": d.node.id}))
-    cut = next(i for i, e in enumerate(whole) if isinstance(e, FrontierSnapshot) and e.joins)
-    events, parked = whole[:cut], whole[cut]
-    assert isinstance(parked, FrontierSnapshot) and len(parked.joins[0].arrivals) == 1
-    # Put the parked arrival's frame back into the frontier, as if its parking had not been
-    # recorded: on resume it arrives a second time and must still count once.
-    edge = next(e for e in events if isinstance(e, EdgeTaken) and e.edge_id == "e3")
-    again = PendingFrame(frame=edge.to, outputs=edge.outputs, artifacts=edge.artifacts)
-    log = [*events, parked.model_copy(update={"frames": (again, *parked.frames)})]
-    resumed = RunEngine.resume(view, log, max_in_flight=1)
+    whole, _ = drive(view, {}, lambda d: Succeeded.one({"value": d.node.id}))
+    cut = next(i for i, e in enumerate(whole.log) if isinstance(e, LogArrive)) + 1
+    # The parked arrival is recorded a second time, as a redelivered entry would be: on
+    # resume it must still count once, and the barrier closes on the other branch.
+    log = [*whole.log[:cut], whole.log[cut - 1]]
+    resumed = Engine.resume_from(view, log, max_in_flight=1)
     out: list[RunEvent] = []
     while not resumed.done:
         for d in resumed.ready(AT):
@@ -397,7 +405,7 @@ def test_a_repeated_arrival_is_idempotent() -> None:
 def test_refuse_records_a_deviation_before_any_node() -> None:
     """A run refused at start records run_started, the cause, and settles aborted."""
     engine = RunEngine.refuse(chain_view("a"), "run-1", DeviationAbort(detail="digest"), AT)
-    events = engine.drain_events()
+    events = expand_log(engine.drain())
     assert trace(events) == [
         ("run_started",),
         ("interrupted", "deviation_abort", None),
@@ -498,10 +506,10 @@ def test_snapshot_on_demand_matches_the_engine_frontier() -> None:
     for _ in range(2):
         for d in engine.ready(AT):
             engine.settle(d.key, Succeeded.one({}), AT)
-    snapshot = engine.snapshot(AT)
+    engine.snapshot(AT)
     events += engine.drain_events()
-    assert events[-1] is snapshot
-    assert fold_run(events).frontier == engine.frontier()
+    assert isinstance(events[-1], FrontierSnapshot)
+    assert_agrees(engine, fold_run(events))
 
 
 def test_fold_refuses_a_log_that_does_not_open_with_run_started() -> None:

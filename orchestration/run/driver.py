@@ -1,0 +1,345 @@
+"""The run loop both hosts drive: dispatch, attempt, decide, settle, record, repeat.
+
+:class:`RunDriver` owns everything a host decides about a run (ruling 33): which frames start
+(the engine's FIFO window), what each attempt's outcome means (:mod:`orchestration.run.policy`:
+settle, retry after a pause, or halt for an operator), how a stop, a cancellation or an
+operator's decision on a halted frame is applied, and when the log is recorded. A host supplies
+only transport, through :class:`HostPort`: how one attempt of a frame's work is carried out
+(an activity, or a direct call), how to pause and wait, and where the log goes.
+
+The loop is deterministic given the order in which attempts complete: it uses only asyncio
+tasks and the port's clock and waits, so the ``PlanRun`` workflow runs this very code inside
+its deterministic event loop, and the in-process host runs it in an ordinary one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from orchestration.engine import RunEngine
+from orchestration.engine_types import Decided, Dispatch, Failed, Skipped
+from orchestration.errors import EngineStateError
+from orchestration.execution import (
+    CallRequest,
+    EvaluateRequest,
+    ReasonRequest,
+    RetrySettings,
+    TransformRequest,
+)
+from orchestration.run.log import LogEntry
+from orchestration.run.policy import Attempt, Halt, Lost, Retry, Settle, after_attempt
+from orchestration.types import (
+    ApprovalRecord,
+    BranchNode,
+    CallNode,
+    InterruptionCause,
+    OperatorStop,
+    ProcessDeath,
+    RawPlanView,
+    ReasonNode,
+    SelectNode,
+    TransformNode,
+)
+
+__all__ = [
+    "Decision",
+    "DriverEnd",
+    "HostPort",
+    "Inbox",
+    "RunDriver",
+    "call_request",
+    "decided",
+    "evaluate_request",
+    "reason_request",
+    "transform_request",
+]
+
+DriverEnd = Literal["settled", "checkpoint"]
+Decision = Literal["retry", "skip", "abort"]
+
+
+class HostPort(Protocol):
+    """What a host provides the driver: transport, time, waiting, and where the log goes."""
+
+    def now(self) -> str:
+        """The current time, ISO-8601 (a workflow's ``workflow.now()``)."""
+        ...
+
+    async def attempt(self, dispatch: Dispatch) -> Attempt:
+        """Carry out one attempt of a frame's work and report what it came to."""
+        ...
+
+    async def pause(self, seconds: float) -> None:
+        """Wait before a retry (a durable timer in a workflow)."""
+        ...
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Return once ``ready()`` holds (re-checked whenever something happens).
+
+        A host that is cancelled while waiting records the cancellation in the driver's
+        :class:`Inbox` (``stop = TurnAbort()``) and returns instead of raising.
+        """
+        ...
+
+    def record(self, entries: list[LogEntry]) -> None:
+        """Append entries to the run's log."""
+        ...
+
+    def checkpoint_due(self) -> bool:
+        """Whether the run should carry its frontier to a new execution now."""
+        ...
+
+
+@dataclass
+class Inbox:
+    """What arrives from outside a running run: a stop, and decisions on halted frames."""
+
+    stop: InterruptionCause | None = None
+    decisions: dict[str, Decision] = field(default_factory=dict)
+
+    def decide(self, key: str, decision: Decision) -> None:
+        """Record an operator's decision for the halted frame ``key``."""
+        self.decisions[key] = decision
+
+
+@dataclass(frozen=True, slots=True)
+class _Completed:
+    dispatch: Dispatch
+    outcome: Attempt
+
+
+class RunDriver:
+    """Drives one engine to its end (or to a checkpoint) through a host's port.
+
+    Args:
+        engine: The run, started or resumed.
+        port: The host's transport, clock, waits and log.
+        retry: How transient failures and lost attempts are retried.
+        inbox: Stops and operator decisions (the host fills it from signals, updates or calls).
+        on_halt: Asked once for each frame that halts; a decision it returns is applied as an
+            operator's would be (``None``: wait for one in the inbox).
+
+    """
+
+    def __init__(
+        self,
+        engine: RunEngine,
+        port: HostPort,
+        retry: RetrySettings,
+        inbox: Inbox | None = None,
+        *,
+        on_halt: Callable[[Dispatch], Decision | None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.port = port
+        self.retry = retry
+        self.inbox = inbox or Inbox()
+        self.on_halt = on_halt
+        self._completed: list[_Completed] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._checkpointing = False
+
+    @property
+    def checkpointing(self) -> bool:
+        """Whether the driver stopped starting work to carry the run to a new execution."""
+        return self._checkpointing
+
+    def _flush(self) -> None:
+        entries = self.engine.drain()
+        if entries:
+            self.port.record(entries)
+
+    def _launch(self, dispatch: Dispatch, delay: float = 0.0) -> None:
+        async def attempt() -> None:
+            if delay > 0:
+                await self.port.pause(delay)
+            outcome = await self.port.attempt(dispatch)
+            self._completed.append(_Completed(dispatch, outcome))
+
+        task = asyncio.create_task(attempt())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _has_news(self) -> bool:
+        engine, inbox = self.engine, self.inbox
+        return bool(
+            self._completed
+            or (inbox.stop is not None and engine.stopping is None and not engine.done)
+            or any(key in engine.halted for key in inbox.decisions)
+            or (not self._checkpointing and self.port.checkpoint_due())
+        )
+
+    async def run(self) -> DriverEnd:
+        """Drive the run until it settles, or until it should continue as new.
+
+        Returns ``checkpoint`` when the port asked for one and nothing is in flight (take
+        ``engine.checkpoint(at)`` and continue elsewhere); ``settled`` when the run ended.
+
+        Raises:
+            EngineStateError: the run can make no progress (a defect, never a plan's content).
+
+        """
+        engine, now = self.engine, self.port.now
+        self._recover()
+        self._flush()
+        while not engine.done:
+            stop = self.inbox.stop
+            if stop is not None and engine.stopping is None:
+                engine.stop(stop, now())
+            self._apply_decisions()
+            if not self._checkpointing and self.port.checkpoint_due():
+                self._checkpointing = True
+            if not self._checkpointing:
+                for dispatch in engine.ready(now()):
+                    self._launch(dispatch)
+            self._flush()
+            if engine.done:
+                break
+            if self._checkpointing and not engine.in_flight and engine.stopping is None:
+                return "checkpoint"
+            if not engine.in_flight and not engine.halted and self.inbox.stop is None:
+                raise EngineStateError(
+                    "the run can make no progress: nothing is in flight, halted or ready"
+                )
+            await self.port.wait_until(self._has_news)
+            self._settle_completed()
+            self._flush()
+        self._flush()
+        return "settled"
+
+    # -- outcomes ---------------------------------------------------------------------------
+
+    def _settle_completed(self) -> None:
+        while self._completed:
+            done = self._completed.pop(0)
+            self._decide(done.dispatch, done.outcome)
+
+    def _decide(self, dispatch: Dispatch, outcome: Attempt) -> None:
+        engine, now = self.engine, self.port.now
+        key = dispatch.key
+        if engine.done or key not in engine.in_flight:
+            return
+        verdict = after_attempt(dispatch.node, dispatch.attempt, outcome, self.retry)
+        if isinstance(verdict, Settle):
+            engine.settle(key, verdict.result, now())
+        elif isinstance(verdict, Retry):
+            if engine.stopping is not None or self._checkpointing:
+                # Nothing new starts once the run is ending: a lost call stays indeterminate
+                # (halted), a failure stands.
+                if isinstance(outcome, Failed):
+                    engine.settle(key, outcome, now())
+                elif engine.stopping is not None:
+                    self._halt(dispatch)
+                else:
+                    self._launch(engine.retry(key, now()), verdict.delay)
+            else:
+                self._launch(engine.retry(key, now()), verdict.delay)
+        else:
+            assert isinstance(verdict, Halt)
+            self._halt(dispatch)
+
+    def _halt(self, dispatch: Dispatch) -> None:
+        self.engine.interrupt_frame(dispatch.key, ProcessDeath(), self.port.now())
+        if self.on_halt is not None and self.engine.stopping is None:
+            decision = self.on_halt(dispatch)
+            if decision is not None:
+                self.inbox.decide(dispatch.key, decision)
+
+    def _recover(self) -> None:
+        """Calls a resumed log shows entered and unsettled: their outcome is unknown."""
+        for dispatch in self.engine.recovered:
+            self._decide(dispatch, Lost("found entered and unsettled when the run resumed"))
+
+    def _apply_decisions(self) -> None:
+        engine, now, inbox = self.engine, self.port.now, self.inbox
+        for key in list(inbox.decisions):
+            if key not in engine.halted:
+                continue
+            decision = inbox.decisions.pop(key)
+            if decision == "retry":
+                self._launch(engine.retry(key, now()))
+            elif decision == "skip":
+                engine.settle(key, Skipped(), now())
+            else:
+                engine.stop(OperatorStop(), now())
+
+
+# -- what each kind of frame sends ---------------------------------------------------------------
+
+
+def call_request(
+    dispatch: Dispatch, *, plan_id: str, run_id: str, approval: ApprovalRecord
+) -> CallRequest:
+    """The request of a call frame: its resolved arguments and its claims."""
+    node = dispatch.node
+    assert isinstance(node, CallNode)
+    definition = node.definition
+    return CallRequest(
+        plan_id=plan_id,
+        run_id=run_id,
+        node_id=node.id,
+        frame_key=dispatch.key,
+        tool=definition.tool,
+        args=dict(dispatch.args or {}),
+        output=definition.output,
+        authority=definition.authority,
+        approved_authority=approval.authority_set,
+    )
+
+
+def reason_request(dispatch: Dispatch, *, plan_id: str, run_id: str) -> ReasonRequest:
+    """The request of a reason frame: its joined prompt and output schema."""
+    node = dispatch.node
+    assert isinstance(node, ReasonNode)
+    return ReasonRequest(
+        plan_id=plan_id,
+        run_id=run_id,
+        node_id=node.id,
+        frame_key=dispatch.key,
+        prompt=dispatch.prompt,
+        output_schema=node.definition.output_schema,
+        max_attempts=max(1, node.definition.max_attempts),
+    )
+
+
+def transform_request(
+    dispatch: Dispatch, view: RawPlanView, *, plan_id: str, run_id: str
+) -> TransformRequest:
+    """The request of a transform frame: its source handle, steps, emit and output."""
+    node = dispatch.node
+    assert isinstance(node, TransformNode) and dispatch.source is not None
+    source = view.node(node.definition.source.node)
+    return TransformRequest(
+        plan_id=plan_id,
+        run_id=run_id,
+        node_id=node.id,
+        frame_key=dispatch.key,
+        source=dispatch.source,
+        source_tool=source.definition.tool if isinstance(source, CallNode) else None,
+        steps=node.definition.steps,
+        emit=node.definition.emit,
+        output=node.definition.output,
+    )
+
+
+def evaluate_request(dispatch: Dispatch) -> EvaluateRequest:
+    """A branch or select frame sent by value to a cell outside the host's own code."""
+    node = dispatch.node
+    assert isinstance(node, BranchNode | SelectNode) and dispatch.context is not None
+    return EvaluateRequest(
+        node=node, frame=dispatch.frame, outputs=dict(dispatch.context.outputs.items())
+    )
+
+
+def decided(kind: str, matched: bool, case_label: str | None, evidence: object) -> Decided:
+    """A cell's answer as the engine's settle result."""
+    from orchestration.contracts import BranchVerdict, SelectVerdict
+
+    verdict = (
+        BranchVerdict(matched=matched) if kind == "branch" else SelectVerdict(case_label=case_label)
+    )
+    return Decided(verdict=verdict, evidence=evidence)
+

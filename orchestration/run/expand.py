@@ -1,0 +1,205 @@
+"""The contract's view of a compact run log: ``expand_log(entries) -> list[RunEvent]``.
+
+The compact log (:mod:`orchestration.run.log`) names frames by number and leaves routes, tables,
+the frontier and the barriers implied; the contract's events carry them. Expansion reads the
+log forward with :class:`~orchestration.run.trace.LogTrace` (the same reader the engine resumes
+with) and builds each event: tables are structurally shared contract tables
+(:class:`~orchestration.tables.Table`), and each frame's ``FrameRef`` and ``NodeOutput`` are
+built once and shared by every event that names them, so expanding costs what the contract's
+own objects cost and no more. What that is grows with the plan: a frame's ``BranchId`` holds
+its whole route, and every ``frontier_snapshot`` lists the whole frontier.
+
+``fold_run(expand_log(entries))`` is the run's projection; :class:`LogExpander` expands a log
+incrementally (a client reading a live run page by page keeps one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from orchestration.engine_events import (
+    edge_taken,
+    frame_ref,
+    frontier_snapshot,
+    join_arrival,
+    join_state,
+    node_entered,
+    node_output,
+    node_settled,
+    outcome_ok,
+    pending_frame,
+)
+from orchestration.run.log import (
+    LogArrive,
+    LogEdge,
+    LogEnd,
+    LogEnter,
+    LogEntry,
+    LogInterrupt,
+    LogSettle,
+    LogSnapshot,
+    LogStart,
+)
+from orchestration.run.trace import LogTrace, TracedFrame
+from orchestration.tables import Table
+from orchestration.types import (
+    ArtifactHandle,
+    FrameRef,
+    NodeOutput,
+    OutcomeFailed,
+    OutcomeSkipped,
+    OutputItem,
+    RunEvent,
+    RunInterrupted,
+    RunSettled,
+    RunStarted,
+)
+
+__all__ = ["LogExpander", "expand_log"]
+
+Outputs = Table[NodeOutput]
+Artifacts = Table[ArtifactHandle]
+_Frame = TracedFrame[Outputs, Artifacts]
+_NO_OUTPUTS: Outputs = Table()
+_NO_ARTIFACTS: Artifacts = Table()
+
+
+class _ContractTables:
+    """Contract tables: keyed ``<nodeId>:<branchKey>``, values ``NodeOutput`` / handles."""
+
+    def __init__(self) -> None:
+        self.outputs: dict[int, NodeOutput] = {}
+
+    def output(self, frame: _Frame, items: tuple[OutputItem, ...]) -> NodeOutput:
+        """The frame's ``NodeOutput``, built once."""
+        output = self.outputs.get(frame.number)
+        if output is None:
+            output = self.outputs[frame.number] = node_output(items, ref(frame).branch_id)
+        return output
+
+    def empty_outputs(self) -> Outputs:
+        return _NO_OUTPUTS
+
+    def empty_artifacts(self) -> Artifacts:
+        return _NO_ARTIFACTS
+
+    def add_output(self, table: Outputs, frame: _Frame, items: tuple[OutputItem, ...]) -> Outputs:
+        return table.set(frame.key, self.output(frame, items), frame.node)
+
+    def add_artifact(self, table: Artifacts, frame: _Frame, handle: ArtifactHandle) -> Artifacts:
+        return table.set(frame.key, handle, frame.node)
+
+    def union_outputs(self, tables: Sequence[Outputs]) -> Outputs:
+        return Table.union(tables)
+
+    def union_artifacts(self, tables: Sequence[Artifacts]) -> Artifacts:
+        return Table.union(tables)
+
+
+def ref(frame: _Frame) -> FrameRef:
+    """The frame's ``FrameRef``, built once."""
+    view = frame.view
+    if view is None:
+        view = frame.view = frame_ref(frame.node, frame.kind, frame.route.branch_id(), frame.via)
+    return view  # type: ignore[no-any-return]
+
+
+class LogExpander:
+    """Expands a compact log entry by entry, keeping what later entries refer back to."""
+
+    def __init__(self) -> None:
+        self._tables = _ContractTables()
+        self.trace: LogTrace[Outputs, Artifacts] = LogTrace(self._tables)
+
+    def expand(self, entries: Iterable[LogEntry]) -> list[RunEvent]:
+        """The contract events of ``entries`` (which continue what was fed before)."""
+        out: list[RunEvent] = []
+        for entry in entries:
+            event = self.feed(entry)
+            if event is not None:
+                out.append(event)
+        return out
+
+    def feed(self, entry: LogEntry) -> RunEvent | None:  # noqa: C901 - one branch per kind
+        """The contract event of one entry (``None`` for ``merge``, which only names a frame).
+
+        Raises:
+            MalformedRunLogError: the first entry is not ``start``, an entry names a frame no
+                earlier entry defined, or an edge leaves a frame that has not settled.
+
+        """
+        trace = self.trace
+        trace.feed(entry)
+        kind = type(entry)
+        if kind is LogEnter:
+            assert isinstance(entry, LogEnter)
+            return node_entered(ref(trace.frames[entry.frame]), entry.at)
+        if kind is LogEdge:
+            assert isinstance(entry, LogEdge)
+            source = trace.frames[entry.source]
+            target = trace.frames[entry.frame]
+            return edge_taken(
+                entry.edge,
+                entry.handle,
+                ref(source),
+                ref(target),
+                target.outputs,
+                target.artifacts,
+                entry.evidence,
+                entry.at,
+            )
+        if kind is LogSettle:
+            assert isinstance(entry, LogSettle)
+            frame = trace.frames[entry.frame]
+            outcome: Any
+            if entry.status == "ok":
+                outcome = outcome_ok(self._tables.output(frame, entry.items))
+            elif entry.status == "failed":
+                assert entry.error is not None
+                outcome = OutcomeFailed(handled=entry.handled, error=entry.error)
+            else:
+                outcome = OutcomeSkipped()
+            return node_settled(ref(frame), outcome, entry.at)
+        if kind is LogSnapshot or kind is LogArrive:
+            return self._snapshot(entry.at)  # type: ignore[union-attr]
+        if kind is LogInterrupt:
+            assert isinstance(entry, LogInterrupt)
+            at_frame = None if entry.frame is None else ref(trace.frames[entry.frame])
+            return RunInterrupted(cause=entry.cause, frame=at_frame, at=entry.at)
+        if kind is LogEnd:
+            assert isinstance(entry, LogEnd)
+            return RunSettled(outcome=entry.outcome, at=entry.at)
+        if kind is LogStart:
+            assert isinstance(entry, LogStart)
+            return RunStarted(run_id=entry.run_id, digest=entry.digest, at=entry.at)
+        return None
+
+    def _snapshot(self, at: str) -> RunEvent:
+        trace = self.trace
+        frames = tuple(
+            pending_frame(ref(f), f.outputs, f.artifacts) for f in trace.frontier.values()
+        )
+        joins = tuple(
+            join_state(
+                barrier.node,
+                f"{barrier.node}@{barrier.fork.route.key}",
+                tuple(
+                    join_arrival(ref(a).branch_id, a.via or "", a.outputs, a.artifacts)
+                    for a in barrier.arrivals
+                ),
+                barrier.required,
+            )
+            for barrier in trace.barriers.values()
+        )
+        return frontier_snapshot(frames, joins, at)
+
+
+def expand_log(entries: Iterable[LogEntry]) -> list[RunEvent]:
+    """The contract's ``RunEvent`` list of a compact log (see the module docstring).
+
+    Raises:
+        MalformedRunLogError: the log does not open with ``start`` or is out of order.
+
+    """
+    return LogExpander().expand(entries)

@@ -1,0 +1,161 @@
+"""The in-process host: the run loop of :mod:`orchestration.run.driver` on an ordinary event loop.
+
+Each attempt of a frame's work is a direct call into :class:`~orchestration.run.work.FrameWork`
+(the same code the Temporal activities run), bounded by the run's start-to-close timeout; a
+call that exceeds it is *lost* (its outcome unknown), exactly as an activity that times out
+after it started. Everything else (retries, halts, stops, the log) is the shared driver's.
+
+:class:`LocalPort` is the transport; :class:`InProcessRuns` (in :mod:`orchestration.run.host`)
+adds the plan store: admission, the claim, the log in the store, resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Awaitable, Callable
+
+from orchestration.engine_types import Dispatch, Failed, Succeeded
+from orchestration.execution import RunSettings
+from orchestration.run.driver import (
+    call_request,
+    decided,
+    reason_request,
+    transform_request,
+)
+from orchestration.run.log import LogEntry
+from orchestration.run.policy import Attempt, Lost
+from orchestration.run.work import FrameWork, WorkFailed, decide_with
+from orchestration.types import ApprovalRecord, BranchNode, RawPlanView, SelectNode
+
+__all__ = ["Executor", "LocalPort", "utc_now"]
+
+Executor = Callable[[Dispatch], Awaitable[Attempt]]
+"""Carries out one attempt of a frame (a test double may script it)."""
+
+
+def utc_now() -> str:
+    """The wall clock, ISO-8601 UTC with milliseconds (the form workflows record)."""
+    moment = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    return moment.replace("+00:00", "Z")
+
+
+def failed_from(error: WorkFailed) -> Failed:
+    """A frame's failed work as the engine's settle result."""
+    return Failed(error.name, error.message, error.kind, error.transient)
+
+
+class LocalPort:
+    """A :class:`~orchestration.run.driver.HostPort` that does the work in this process.
+
+    Args:
+        work: The tools, model, artifacts and cells (ignored for frames ``executor`` answers).
+        view: The plan; ``approval`` its approval (calls re-check their claims against it).
+        run_id: The run's id (tools see it in their context).
+        settings: Timeouts and retries.
+        clock: Returns ``at`` for each log entry (default: the wall clock).
+        executor: Answers frames instead of ``work`` (a scripted test double).
+        sink: Receives each batch of log entries as it is recorded.
+        pause: Waits before a retry (default: ``asyncio.sleep``).
+
+    """
+
+    def __init__(
+        self,
+        work: FrameWork,
+        view: RawPlanView,
+        approval: ApprovalRecord,
+        run_id: str,
+        settings: RunSettings,
+        *,
+        clock: Callable[[], str] | None = None,
+        executor: Executor | None = None,
+        sink: Callable[[list[LogEntry]], None] | None = None,
+        pause: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        self.work = work
+        self.view = view
+        self.approval = approval
+        self.run_id = run_id
+        self.settings = settings
+        self._clock = clock or utc_now
+        self._executor = executor
+        self._sink = sink
+        self._pause = pause or asyncio.sleep
+        self._news = asyncio.Event()
+        self.log: list[LogEntry] = []
+        self.due = False
+
+    def now(self) -> str:
+        """The port's clock."""
+        return self._clock()
+
+    def poke(self) -> None:
+        """Wake the driver: something it may be waiting for happened."""
+        self._news.set()
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Return once ``ready()`` holds; :meth:`poke` makes it look again."""
+        while not ready():
+            self._news.clear()
+            if ready():
+                return
+            await self._news.wait()
+
+    async def pause(self, seconds: float) -> None:
+        """Wait before a retry."""
+        await self._pause(seconds)
+
+    def record(self, entries: list[LogEntry]) -> None:
+        """Keep the entries (and hand them to the sink)."""
+        self.log.extend(entries)
+        if self._sink is not None:
+            self._sink(entries)
+
+    def checkpoint_due(self) -> bool:
+        """An in-process run never needs to continue as new (unless asked to, in tests)."""
+        return self.due
+
+    async def attempt(self, dispatch: Dispatch) -> Attempt:
+        """One attempt of the frame's work, bounded by the start-to-close timeout."""
+        try:
+            if self._executor is not None:
+                return await self._executor(dispatch)
+            return await self._attempt(dispatch)
+        finally:
+            self.poke()
+
+    async def _attempt(self, d: Dispatch) -> Attempt:
+        node = d.node
+        if isinstance(node, BranchNode | SelectNode):
+            assert d.context is not None
+            try:
+                answer = await decide_with(self.work.cells, node, d.context)
+            except WorkFailed as error:
+                return failed_from(error)
+            return decided(answer.kind, answer.matched, answer.case_label, answer.evidence)
+        plan_id, run_id = self.view.plan_id, self.run_id
+        timeout = self.settings.start_to_close_seconds
+        try:
+            if node.kind == "call":
+                request = call_request(d, plan_id=plan_id, run_id=run_id, approval=self.approval)
+                call = await asyncio.wait_for(
+                    self.work.call(request, attempt=d.attempt), timeout
+                )
+                return Succeeded(items=call.items, artifact=call.artifact)
+            if node.kind == "reason":
+                answer = await asyncio.wait_for(
+                    self.work.reason(reason_request(d, plan_id=plan_id, run_id=run_id)), timeout
+                )
+                return Succeeded(items=answer.items)
+            if node.kind == "transform":
+                request_t = transform_request(d, self.view, plan_id=plan_id, run_id=run_id)
+                result = await asyncio.wait_for(self.work.transform(request_t), timeout)
+                return Succeeded(items=result.items)
+        except WorkFailed as error:
+            return failed_from(error)
+        except TimeoutError:
+            return Lost(f"start-to-close timeout after {timeout:g} s")
+        return Failed(
+            "node_kind_unavailable", f"{node.kind} nodes are not executed by this host version"
+        )

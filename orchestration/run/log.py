@@ -1,0 +1,183 @@
+"""The compact run log: what the engine records, hosts keep, stores persist and queries page.
+
+The contract's ``RunEvent`` carries whole routes and branch-local tables: a frame's
+``BranchId`` grows by one segment per step, and every ``edge_taken`` carries its source's
+whole output table. Held or shipped as is, a chain of ``n`` calls costs O(n²) routes and O(n³)
+table entries. This log records the same run with O(1) per entry:
+
+* **Frames are numbered** in the order they come to exist (the entry's frame is 0), and every
+  entry names frames by number.
+* **Routes are implied.** A frame produced by an edge has its source's route plus that edge
+  (:class:`LogEdge` names both frames); a join's merged frame has its fork frame's route plus
+  the join segment (:class:`LogMerge`), which is exactly the contract's correlation prefix.
+* **The frontier is implied.** Frames come to exist at ``edge`` (and ``merge``) and leave it at
+  ``settle`` or, for a join arrival, at ``arrive``/``merge``; barriers open and fill at
+  ``arrive`` and close at ``merge``. So a ``snapshot`` entry marks where the contract's
+  ``frontier_snapshot`` stands and carries nothing: no entry grows with the width of the run.
+* **Tables are implied.** A frame's branch-local table is its source's table plus the
+  source's own output when it settled ``ok`` (a branch or select adds nothing; a failed or
+  skipped frame adds nothing); a merged frame's table is the union of its arrivals' tables.
+  Artifact handles follow the same rule.
+
+So :func:`orchestration.run.expand.expand_log` rebuilds every contract event exactly, with no
+graph and no store, and a prefix of the log expands to a prefix of the events. Entries are
+in one-to-one order with the contract's events, except ``merge``, which maps to none (it only
+names the merged frame the next ``settle`` settles).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter
+
+from orchestration.types import (
+    ArtifactHandle,
+    EdgeHandle,
+    EncodableValue,
+    ErrorInfo,
+    InterruptionCause,
+    OutputItem,
+    PlanNodeKind,
+    RunOutcome,
+    WireModel,
+)
+
+__all__ = [
+    "LOG_ADAPTER",
+    "LogArrive",
+    "LogEdge",
+    "LogEnd",
+    "LogEnter",
+    "LogEntry",
+    "LogInterrupt",
+    "LogMerge",
+    "LogSettle",
+    "LogSnapshot",
+    "LogStart",
+]
+
+
+class LogStart(WireModel):
+    """``run_started``; frame 0 is the entry node's frame, on the empty route."""
+
+    kind: Literal["start"] = "start"
+    run_id: str
+    digest: str
+    entry: str
+    at: str
+
+
+class LogEnter(WireModel):
+    """``node_entered``: recorded before the frame's work is handed out (again, on a retry)."""
+
+    kind: Literal["enter"] = "enter"
+    frame: int
+    attempt: int = 1
+    at: str
+
+
+class LogEdge(WireModel):
+    """``edge_taken``: ``edge`` fired from frame ``source``, producing ``frame`` at ``node``."""
+
+    kind: Literal["edge"] = "edge"
+    edge: str
+    handle: EdgeHandle
+    source: int
+    frame: int
+    node: str
+    node_kind: PlanNodeKind
+    evidence: EncodableValue = None
+    at: str
+
+
+class LogMerge(WireModel):
+    """A join's barrier closed: names the merged frame that the next ``settle`` settles.
+
+    Its route is frame ``fork``'s route plus ``{join: node, of}``; its table is the union of
+    the ``arrivals``' tables; ``via`` is the edge of the arrival that completed it.
+    """
+
+    kind: Literal["merge"] = "merge"
+    frame: int
+    node: str
+    fork: int
+    of: tuple[str, ...]
+    via: str | None = None
+    arrivals: tuple[int, ...]
+
+
+class LogSettle(WireModel):
+    """``node_settled``: ``ok`` with the output items (and an artifact handle), or not."""
+
+    kind: Literal["settle"] = "settle"
+    frame: int
+    status: Literal["ok", "failed", "skipped"]
+    items: tuple[OutputItem, ...] = ()
+    artifact: ArtifactHandle | None = None
+    handled: bool = False
+    error: ErrorInfo | None = None
+    attempt: int = 1
+    at: str
+
+
+class LogArrive(WireModel):
+    """A join arrival parked at its open barrier; also a ``frontier_snapshot`` point.
+
+    The barrier is the one of join ``node`` (the frame's node) for the execution of its fork
+    that frame ``fork`` is; it closes when ``required`` arrivals have landed. The arrival that
+    completes a barrier is recorded by :class:`LogMerge` instead.
+    """
+
+    kind: Literal["arrive"] = "arrive"
+    frame: int
+    fork: int
+    required: int
+    at: str
+
+
+class LogSnapshot(WireModel):
+    """A ``frontier_snapshot`` point: the frontier is whatever the log implies here.
+
+    The contract's snapshot lists every live frame and every partial barrier; the log implies
+    both (frames come from ``edge`` and go at ``settle`` or ``arrive``; barriers open and fill
+    at ``arrive`` and close at ``merge``), so this entry carries nothing but its time.
+    """
+
+    kind: Literal["snapshot"] = "snapshot"
+    at: str
+
+
+class LogInterrupt(WireModel):
+    """``run_interrupted``: why the run stops short, or a frame halted (with ``frame``)."""
+
+    kind: Literal["interrupt"] = "interrupt"
+    cause: InterruptionCause
+    frame: int | None = None
+    at: str
+
+
+class LogEnd(WireModel):
+    """``run_settled``."""
+
+    kind: Literal["end"] = "end"
+    outcome: RunOutcome
+    at: str
+
+
+LogEntry = Annotated[
+    LogStart
+    | LogEnter
+    | LogEdge
+    | LogArrive
+    | LogMerge
+    | LogSettle
+    | LogSnapshot
+    | LogInterrupt
+    | LogEnd,
+    Field(discriminator="kind"),
+]
+"""One entry of the compact run log."""
+
+LOG_ADAPTER: TypeAdapter[list[LogEntry]] = TypeAdapter(list[LogEntry])
+"""Validates and serialises a list of entries (stores and pages use it)."""

@@ -1,0 +1,159 @@
+"""What a host decides after each attempt of a frame: one set of rules for every host.
+
+Both hosts (the ``PlanRun`` workflow and the in-process host) hand every attempt's outcome to
+:func:`after_attempt` and do what it says, so a tool error, a transient failure or a lost call
+ends the same way wherever the plan runs (ruling 33).
+
+The rules (rulings 1 and 29):
+
+* A result (``Succeeded``, ``Decided``) settles the frame.
+* A failure settles the frame ``failed`` with the error's name (the exception's class name) and
+  message, unless it is **transient** (a network or timeout error, or one the tool marks
+  transient) and the frame may be repeated (a replay-safe call, or a reason or transform
+  node, which have no side effect of their own): then the frame is tried again after a bounded,
+  growing pause, up to the run's ``maximum_attempts``. An argument error (``TypeError`` from an
+  unknown or missing argument) is never transient.
+* A branch or select whose cell does not answer in time fails ``predicate``: the run halts
+  ``predicate_unevaluatable`` (ruling 31) instead of asking the cell again.
+* A **lost** attempt (it started and never reported: a start-to-close or heartbeat timeout, a
+  worker that died) is indeterminate. A frame that may be repeated is tried again whatever its
+  ``onIndeterminate``, up to ``maximum_attempts``; once those are spent, or for a call that is
+  not replay-safe, the node's ``onIndeterminate`` decides: ``skip`` settles it skipped, ``halt``
+  (and ``retry`` on an unsafe call, which freeze refuses anyway) halts the frame for an
+  operator, and a spent ``retry`` fails it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from orchestration.engine_types import Decided, Failed, Skipped, Succeeded
+from orchestration.execution import RetrySettings
+from orchestration.types import CallNode, PlanNode
+
+__all__ = [
+    "TRANSIENT_NAMES",
+    "Attempt",
+    "Halt",
+    "Lost",
+    "Retry",
+    "Settle",
+    "Verdict",
+    "after_attempt",
+    "backoff_seconds",
+    "is_transient",
+    "repeatable",
+]
+
+TRANSIENT_NAMES = frozenset(
+    {
+        # builtins
+        "ConnectionError",
+        "ConnectionResetError",
+        "ConnectionRefusedError",
+        "ConnectionAbortedError",
+        "BrokenPipeError",
+        "TimeoutError",
+        # httpx / httpcore transport failures
+        "TransportError",
+        "NetworkError",
+        "TimeoutException",
+        # a model provider that is overloaded or unreachable
+        "ReasonerUnavailableError",
+        "reasoner_unavailable",
+    }
+)
+"""Exception classes (anywhere in an error's class hierarchy) that make a failure transient."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """An attempt that started and never reported: its outcome is unknown."""
+
+    detail: str
+
+
+Attempt = Succeeded | Decided | Failed | Skipped | Lost
+"""What one attempt of a frame came to (``Skipped`` only from a scripted test double)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Settle the frame with this result."""
+
+    result: Succeeded | Decided | Failed | Skipped
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Hand the frame out again after ``delay`` seconds (``reason`` says why)."""
+
+    delay: float
+    reason: Literal["transient_error", "indeterminate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """Halt the frame (``process_death``) until an operator retries, skips or aborts it."""
+
+    detail: str
+
+
+Verdict = Settle | Retry | Halt
+"""What the host does next with a frame."""
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether an exception is worth trying again: a network or timeout error, or so marked.
+
+    A tool marks an error transient with a true ``transient`` attribute (or raises
+    :class:`~orchestration.toolbox.TransientToolError`). ``TypeError`` never is: it is how a
+    misspelt or missing argument fails, and trying again cannot fix it.
+    """
+    if isinstance(error, TypeError):
+        return False
+    if getattr(error, "transient", False) is True:
+        return True
+    return any(cls.__name__ in TRANSIENT_NAMES for cls in type(error).__mro__)
+
+
+def repeatable(node: PlanNode) -> bool:
+    """Whether running the node again is safe: a replay-safe call, or any other kind."""
+    if isinstance(node, CallNode):
+        return bool(node.definition.replay_safe)
+    return True
+
+
+def backoff_seconds(attempt: int, retry: RetrySettings) -> float:
+    """The pause before attempt ``attempt + 1``: exponential from the first, capped."""
+    delay = retry.initial_interval_seconds * retry.backoff_coefficient ** max(0, attempt - 1)
+    return float(min(delay, retry.maximum_interval_seconds))
+
+
+def after_attempt(node: PlanNode, attempt: int, outcome: Attempt, retry: RetrySettings) -> Verdict:
+    """What to do with a frame whose attempt number ``attempt`` came to ``outcome``."""
+    if isinstance(outcome, Succeeded | Decided | Skipped):
+        return Settle(outcome)
+    can_repeat = repeatable(node) and attempt < retry.maximum_attempts
+    if isinstance(outcome, Failed):
+        if outcome.transient and can_repeat:
+            return Retry(backoff_seconds(attempt, retry), "transient_error")
+        return Settle(outcome)
+    if node.kind == "branch" or node.kind == "select":
+        # A cell that does not answer in time is unevaluatable, not worth asking again.
+        message = f"the cell did not answer: {outcome.detail}"
+        return Settle(Failed("PredicateTimeoutError", message, "predicate"))
+    if can_repeat:
+        return Retry(backoff_seconds(attempt, retry), "indeterminate")
+    policy = node.definition.on_indeterminate if isinstance(node, CallNode) else "retry"
+    if policy == "skip":
+        return Settle(Skipped())
+    if policy == "retry" and repeatable(node):
+        return Settle(
+            Failed(
+                "IndeterminateError",
+                f"no outcome after {attempt} attempt(s): {outcome.detail}",
+            )
+        )
+    return Halt(outcome.detail)

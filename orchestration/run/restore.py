@@ -1,0 +1,155 @@
+"""An engine's state rebuilt from its compact log, for :meth:`RunEngine.resume`.
+
+The log is read forward with :class:`~orchestration.run.trace.LogTrace`, building the engine's
+own tables (keyed by frame number), so a resumed engine holds exactly the frames, tables and
+barriers the unbroken one held at the same point of the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from orchestration.engine_plan import CompiledPlan
+from orchestration.engine_state import Barrier, Frame, Items
+from orchestration.errors import UnrunnablePlanError
+from orchestration.routes import EdgeSegment, Route
+from orchestration.run.log import LogEntry
+from orchestration.run.trace import LogTrace, TracedFrame
+from orchestration.tables import FrameTable
+from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem, PlanNode
+
+__all__ = ["ENGINE_TABLES", "RestoredRun", "frame_on", "restore_from_log"]
+
+Outputs = FrameTable[Items]
+Artifacts = FrameTable[ArtifactHandle]
+_Traced = TracedFrame[Outputs, Artifacts]
+_NO_OUTPUTS: Outputs = FrameTable()
+_NO_ARTIFACTS: Artifacts = FrameTable()
+
+
+class _EngineTables:
+    """The engine's tables: keyed by frame number, each entry with its node and route."""
+
+    def empty_outputs(self) -> Outputs:
+        return _NO_OUTPUTS
+
+    def empty_artifacts(self) -> Artifacts:
+        return _NO_ARTIFACTS
+
+    def add_output(self, table: Outputs, frame: _Traced, items: tuple[OutputItem, ...]) -> Outputs:
+        return table.set(frame.number, frame.node, frame.route, items)
+
+    def add_artifact(self, table: Artifacts, frame: _Traced, handle: ArtifactHandle) -> Artifacts:
+        return table.set(frame.number, frame.node, frame.route, handle)
+
+    def union_outputs(self, tables: Sequence[Outputs]) -> Outputs:
+        return FrameTable.union(tables)
+
+    def union_artifacts(self, tables: Sequence[Artifacts]) -> Artifacts:
+        return FrameTable.union(tables)
+
+
+ENGINE_TABLES = _EngineTables()
+"""The table algebra of the engine's own tables."""
+
+
+@dataclass
+class RestoredRun:
+    """What a resumed engine starts from.
+
+    Attributes:
+        run_id: The run's id; ``digest`` the plan digest it started against.
+        next_frame: The number the next new frame gets.
+        steps: Distinct frames entered so far.
+        outcome: ``running``, or how the run ended.
+        cause: The run's cause to end, once recorded.
+        frames: The frontier, in creation order, each with whether it was entered.
+        barriers: The open barriers, in the order they opened.
+        halted: Frames whose interruption is unresolved, by number.
+        entry_entered: Whether the entry frame was entered; ``entry_settled`` whether it settled.
+
+    """
+
+    run_id: str
+    digest: str
+    next_frame: int
+    steps: int
+    outcome: str
+    cause: InterruptionCause | None
+    frames: list[tuple[Frame, bool]] = field(default_factory=list)
+    barriers: list[Barrier] = field(default_factory=list)
+    halted: dict[int, InterruptionCause] = field(default_factory=dict)
+    entry_entered: bool = False
+    entry_settled: bool = False
+
+
+def _node(plan: CompiledPlan, node_id: str) -> PlanNode:
+    node = plan.nodes.get(node_id)
+    if node is None:
+        raise UnrunnablePlanError(
+            f'the run log names node "{node_id}", which this plan does not have; resume with '
+            "the plan the run started with"
+        )
+    return node
+
+
+def frame_on(
+    plan: CompiledPlan, route: Route, outputs: Outputs, artifacts: Artifacts
+) -> Frame:
+    """The engine frame a route identifies (an edge-produced frame: its edge is its ``via``)."""
+    segment = route.segment
+    via = segment.edge if isinstance(segment, EdgeSegment) else None
+    return Frame(route.frame, route, _node(plan, route.node), via, outputs, artifacts)
+
+
+def _frame(plan: CompiledPlan, traced: _Traced) -> Frame:
+    frame = Frame(
+        traced.number,
+        traced.route,
+        _node(plan, traced.node),
+        traced.via,
+        traced.outputs,
+        traced.artifacts,
+    )
+    frame.attempt = max(1, traced.attempt)
+    return frame
+
+
+def restore_from_log(log: Sequence[LogEntry], plan: CompiledPlan) -> RestoredRun:
+    """The engine state the log leads to.
+
+    Raises:
+        MalformedRunLogError: the log does not open with ``start``, or is out of order.
+        UnrunnablePlanError: the log names a node the plan does not have.
+
+    """
+    trace: LogTrace[Outputs, Artifacts] = LogTrace(ENGINE_TABLES)
+    trace.feed_all(log)
+    start = trace.start
+    assert start is not None
+    entry = trace.frames[0]
+    restored = RestoredRun(
+        run_id=start.run_id,
+        digest=start.digest,
+        next_frame=trace.next_frame,
+        steps=trace.steps,
+        outcome=trace.outcome,
+        cause=trace.cause,
+        halted=dict(trace.halted),
+        entry_entered=entry.entered,
+        entry_settled=entry.status is not None,
+    )
+    if trace.outcome != "running":
+        return restored
+    for traced in trace.frontier.values():
+        if traced.number == 0:
+            continue
+        restored.frames.append((_frame(plan, traced), traced.entered))
+    for barrier in trace.barriers.values():
+        facts = plan.join(barrier.node)
+        opened = Barrier(facts, barrier.fork.route)
+        for arrival in barrier.arrivals:
+            opened.add(_frame(plan, arrival))
+        restored.barriers.append(opened)
+    return restored
