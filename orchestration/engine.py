@@ -107,6 +107,7 @@ from orchestration.types import (
     RawPlanView,
     ReasonNode,
     TransformNode,
+    Verdict,
 )
 
 __all__ = [
@@ -273,19 +274,27 @@ class RunEngine:
         return engine
 
     @classmethod
-    def refuse(cls, view: RawPlanView, run_id: str, cause: InterruptionCause, at: str) -> RunEngine:
+    def refuse(
+        cls, run_id: str, digest: str, cause: InterruptionCause, at: str, *, entry: str = ""
+    ) -> RunEngine:
         """A run that starts and ends before any node is entered (a ``deviation_abort``).
 
-        Records ``start``, ``interrupt{cause}`` and ``end``. The view need not be walkable.
+        Records ``start``, ``interrupt{cause}`` and ``end``. No plan is needed: a run is
+        refused exactly when its plan cannot be trusted or had.
         """
-        entry = next((n.id for n in view.nodes if n.kind == "entry"), "")
         engine = cls.__new__(cls)
         engine.run_id = run_id
-        engine.digest = view.digest
+        engine.digest = digest
         engine._log = []
+        engine._next = 0
+        engine._steps = 0
+        engine._running = {}
+        engine._halted = {}
+        engine._recovered = {}
+        engine._draining = None
         engine._outcome = "running"
         engine._run_cause = None
-        engine._record(LogStart(run_id=run_id, digest=view.digest, entry=entry, at=at))
+        engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at))
         engine._finish(cause, at)
         return engine
 
@@ -298,6 +307,7 @@ class RunEngine:
         run_input: Mapping[str, Any] | None = None,
         steps: int | None = None,
         at: str | None = None,
+        reopen: bool = False,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> RunEngine:
         """Rebuild an engine from a run's compact log, to continue it in this process.
@@ -311,6 +321,11 @@ class RunEngine:
         in which case it is :attr:`halted` again. Open barriers come back with their arrivals.
         The new log starts empty; with ``at``, it opens with a ``snapshot``.
 
+        A log that ended (``end``) gives a settled engine, unless ``reopen``: then the run's
+        end and its cause are set aside and its frontier runs again (ruling 28's resume: an
+        aborted run goes on with the frames that never ran; a run halted by its budget halts
+        again at once).
+
         Raises:
             MalformedRunLogError: the log does not open with ``start``.
             UnrunnablePlanError: the view cannot be walked, or the log names nodes it lacks.
@@ -321,7 +336,7 @@ class RunEngine:
         from orchestration.run.restore import restore_from_log
 
         plan = CompiledPlan(view)
-        state = restore_from_log(log, plan)
+        state = restore_from_log(log, plan, reopen=reopen)
         return cls._restored(plan, state, run_input, steps, at, max_in_flight)
 
     @classmethod
@@ -880,7 +895,9 @@ class RunEngine:
         artifacts = frame.artifacts
         if artifact is not None:
             artifacts = artifacts.set(number, frame.node_id, frame.route, artifact)
-        self._log.append(log_settle(number, "ok", items, artifact, False, None, frame.attempt, at))
+        self._log.append(
+            log_settle(number, "ok", items, artifact, False, None, frame.attempt, None, at)
+        )
         self._close_frame(
             frame, self._plan.success_hops.get(frame.node_id, ()), outputs, artifacts, None, at
         )
@@ -904,12 +921,15 @@ class RunEngine:
         except UnencodableValueError as exc:
             self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
             return
-        self._log.append(log_settle(frame.number, "ok", (), None, False, None, frame.attempt, at))
+        verdict = Verdict(handle=self._plan.verdict_handle(result.verdict), evidence=evidence)
+        self._log.append(
+            log_settle(frame.number, "ok", (), None, False, None, frame.attempt, verdict, at)
+        )
         self._close_frame(frame, hops, frame.outputs, frame.artifacts, evidence, at)
 
     def _skip(self, frame: Frame, at: str) -> None:
         self._log.append(
-            log_settle(frame.number, "skipped", (), None, False, None, frame.attempt, at)
+            log_settle(frame.number, "skipped", (), None, False, None, frame.attempt, None, at)
         )
         self._close_frame(
             frame,
@@ -926,7 +946,9 @@ class RunEngine:
         # An error edge takes the failure; without one the batch is the settlement alone (no
         # edge fires, and no barrier changed since the last snapshot), and the run ends.
         self._log.append(
-            log_settle(frame.number, "failed", (), None, bool(hops), error, frame.attempt, at)
+            log_settle(
+                frame.number, "failed", (), None, bool(hops), error, frame.attempt, None, at
+            )
         )
         self._close_frame(frame, hops, frame.outputs, frame.artifacts, None, at)
         if hops:

@@ -143,8 +143,8 @@ node_entered: Callable[[FrameRef, str], NodeEntered] = _builder(
 )
 """The ``node_entered`` event: ``(frame, at)``."""
 
-node_settled: Callable[[FrameRef, Any, str], NodeSettled] = _builder(
-    NodeSettled, "frame, outcome, at", kind="'node_settled'"
+node_settled: Callable[[FrameRef, Any, Any, str], NodeSettled] = _builder(
+    NodeSettled, "frame, outcome, verdict, at", kind="'node_settled'"
 )
 """The ``node_settled`` event; ``outcome`` is a validated ``NodeOutcome`` member."""
 
@@ -198,10 +198,12 @@ log_edge: Callable[[str, str, int, int, str, str, Any, str], LogEdge] = _builder
 )
 """``(edge, handle, source, frame, node, node_kind, evidence, at)``."""
 
-log_settle: Callable[[int, str, Any, Any, bool, Any, int, str], LogSettle] = _builder(
-    LogSettle, "frame, status, items, artifact, handled, error, attempt, at", kind="'settle'"
+log_settle: Callable[[int, str, Any, Any, bool, Any, int, Any, str], LogSettle] = _builder(
+    LogSettle,
+    "frame, status, items, artifact, handled, error, attempt, verdict, at",
+    kind="'settle'",
 )
-"""``(frame, status, items, artifact, handled, error, attempt, at)``."""
+"""``(frame, status, items, artifact, handled, error, attempt, verdict, at)``."""
 
 log_snapshot: Callable[[tuple[int, ...], tuple[Any, ...], str], LogSnapshot] = _builder(
     LogSnapshot, "frames, joins, at", kind="'snapshot'"

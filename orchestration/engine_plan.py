@@ -217,6 +217,14 @@ class CompiledPlan:
         fired = tuple(hop for hop in edges if hop.handle == wanted)
         return fired or tuple(hop for hop in edges if hop.handle == "default")
 
+    @staticmethod
+    def verdict_handle(verdict: object) -> str:
+        """The handle a verdict names: ``match``/``no_match``, ``case_<label>``/``default``."""
+        if type(verdict) is BranchVerdict:
+            return "match" if verdict.matched else "no_match"
+        label = getattr(verdict, "case_label", None)
+        return "default" if label is None else f"case_{label}"
+
     def source_of(self, edge_id: str) -> str:
         """The node edge ``edge_id`` leaves; ``""`` for an id this plan does not have."""
         hop = self.hops.get(edge_id)

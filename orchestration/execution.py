@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from orchestration.run.checkpoint import Checkpoint
+from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,
     ArtifactHandle,
@@ -22,13 +24,10 @@ from orchestration.types import (
     EmitValue,
     EncodableValue,
     FrameRef,
-    FrontierSnapshot,
     InterruptionCause,
     OutputItem,
     OutputTable,
     RawPlanView,
-    RunEvent,
-    RunStarted,
     SelectNode,
     TransformStep,
     ValueMap,
@@ -40,11 +39,15 @@ __all__ = [
     "AttemptUsage",
     "CallRequest",
     "CallResponse",
+    "ClaimRequest",
+    "ClaimResponse",
     "ContinuedRun",
     "ErrorCode",
     "EvaluateRequest",
     "EvaluateResponse",
-    "EventPage",
+    "LogPage",
+    "MirrorRequest",
+    "PlanRef",
     "PlanRunInput",
     "PlanRunResult",
     "ReasonRequest",
@@ -244,41 +247,92 @@ class RunSettings(WireModel):
 
 
 class ContinuedRun(WireModel):
-    """State carried across continue-as-new: the run's opening, its frontier, its counters."""
+    """What a continued execution carries: the frontier (a checkpoint) and the run's counters.
 
-    run_started: RunStarted
-    snapshot: FrontierSnapshot
-    steps: int
+    Never the plan (the execution loads it by id and digest) and never the log (earlier
+    segments are in the plan store): so it stays small however long the run has gone on.
+    """
+
+    checkpoint: Checkpoint
     segments: int
     """How many executions came before this one."""
-    events_before: int
-    """How many run events those executions recorded (this segment's first global index)."""
+    entries_before: int
+    """How many log entries those executions recorded (this segment's first global index)."""
     settled: int = 0
     failed: int = 0
     skipped: int = 0
 
 
-class PlanRunInput(WireModel):
-    """The input of ``PlanRun``: the frozen plan, its approval, the run's input and settings."""
+class PlanRef(WireModel):
+    """A frozen plan by reference: the worker loads it from its plan store and checks its digest."""
 
-    plan: RawPlanView
+    plan_id: str
+    digest: str
+
+
+class PlanRunInput(WireModel):
+    """The input of ``PlanRun``: the plan (inline or by reference), its approval, input, settings.
+
+    Give exactly one of ``plan`` (the frozen view itself: what a service without access to the
+    plan store sends) and ``plan_ref`` (its id and digest: the worker loads it). ``resume``
+    continues the plan's run from its log in the plan store (ruling 28) instead of starting it.
+    """
+
+    plan: RawPlanView | None = None
+    plan_ref: PlanRef | None = None
     approval: ApprovalRecord
     run_input: ValueMap = Field(default_factory=dict)
     settings: RunSettings = Field(default_factory=RunSettings)
+    resume: bool = False
     continued: ContinuedRun | None = None
     """What a continued execution needs from the one before; ``None`` on the first."""
 
+    @property
+    def plan_id(self) -> str | None:
+        """The plan's id, from whichever form the plan was given in."""
+        if self.plan is not None:
+            return self.plan.plan_id
+        return None if self.plan_ref is None else self.plan_ref.plan_id
 
-class EventPage(WireModel):
-    """One page of the current execution's run events (queries stay far below 2 MiB)."""
 
-    events: tuple[RunEvent, ...]
+class LogPage(WireModel):
+    """One page of the current execution's compact log (a page stays far below 2 MiB)."""
+
+    entries: tuple[LogEntry, ...]
     next: int
     """Pass as ``since`` to read on; equals ``total`` at the end of what is recorded so far."""
     total: int
     segment_offset: int
-    """Global index of this execution's first event (earlier ones are in earlier executions)."""
+    """Global index of this execution's first entry (earlier ones are in the plan store)."""
     done: bool
+
+
+class ClaimRequest(WireModel):
+    """The worker's claim of a plan's one run for this execution chain."""
+
+    plan_id: str
+    digest: str
+    run_id: str
+    execution: str
+    resume: bool = False
+
+
+class ClaimResponse(WireModel):
+    """The store's answer: ``ok``, or the refusal's ``reason``; the log length on a resume."""
+
+    ok: bool
+    reason: str = ""
+    existing_run_id: str | None = None
+    log_length: int = 0
+
+
+class MirrorRequest(WireModel):
+    """Log entries to write into the plan store from global index ``start`` (idempotent)."""
+
+    plan_id: str
+    run_id: str
+    start: int
+    entries: tuple[LogEntry, ...]
 
 
 class RunStatus(WireModel):

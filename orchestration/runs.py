@@ -19,11 +19,15 @@ Rules (the reference's, plus the two this project adds, marked *):
 * ``indeterminate``: frames of kind ``call`` entered and never settled, deduplicated, in the
   order they were first entered.
 * ``edgesTaken``: every ``edge_taken``, with its evidence.
+* *``verdicts``: each branch and select frame's verdict and evidence, by frame key, including
+  a verdict that fired no edge.
 * ``frontier``: the last ``frontier_snapshot``, then advanced by the events after it: a
   ``node_settled`` removes its frame, an ``edge_taken`` adds its ``to`` frame with the tables
   it carries. Barriers come from that snapshot (the engine writes one whenever a barrier
   changes).
-* ``outcome``: the last ``run_settled``, else ``running`` (liveness is never inferred).
+* ``outcome``: the last ``run_settled``, else ``running`` (liveness is never inferred). *Events
+  after a ``run_settled`` mean the run was resumed (ruling 28): it is ``running`` again, and
+  the run-wide cause recorded before no longer applies.
 * ``interruption``: the run-wide cause of the last ``run_interrupted`` without a frame; else,
   *while a frame-scoped interruption (a halted indeterminate call) is unresolved, its cause.
   Re-entering or settling that frame resolves it.
@@ -67,6 +71,7 @@ from orchestration.types import (
     RunProjection,
     RunSettled,
     RunStarted,
+    Verdict,
 )
 
 __all__ = [
@@ -159,6 +164,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     edges: list[EdgeTakenRecord] = []
     waiting: dict[str, dict[str, _Arrival]] = {}
     halted: dict[str, InterruptionCause] = {}
+    verdicts: dict[str, Verdict] = {}
     entered: dict[str, None] = {}
     memo = _Keys()
     keys = memo.by_frame
@@ -171,6 +177,9 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     record = edge_taken_record
     status_of = _STATUS
     for event in events:
+        if outcome != "running" and type(event) is not RunSettled and type(event) is not RunInterrupted:
+            # Events after run_settled: the run was resumed (ruling 28) and runs again.
+            outcome, run_cause = "running", None
         # Dispatch on the exact class, commonest first (a log is mostly these three).
         if type(event) is EdgeTaken:
             edge_id = event.edge_id
@@ -218,6 +227,8 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 calls.pop(key, None)
             elif kind == "join":
                 _absorb_arrivals(frame, bkey, waiting, status, memo)
+            elif event.verdict is not None:
+                verdicts[key] = event.verdict
             if halted:
                 halted.pop(key, None)
         elif type(event) is FrontierSnapshot:
@@ -251,6 +262,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
         frontier=Frontier.model_construct(frames=frames, joins=joins),
         indeterminate=tuple(calls.values()),
         edges_taken=tuple(edges),
+        verdicts=verdicts,
         outcome=outcome,
         interruption=interruption,
     )

@@ -32,7 +32,10 @@ from orchestration.engine import (
     Skipped,
     Succeeded,
 )
+from orchestration.approval import approval_record
+from orchestration.authoring import PlanAuthor
 from orchestration.execution import RetrySettings, RunSettings
+from orchestration.store.base import PlanStore, TransitionRequest
 from orchestration.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
 from orchestration.run.driver import Inbox, RunDriver, decided
@@ -68,6 +71,7 @@ from orchestration.types import (
     PlanBounds,
     PlanEdge,
     PlanNode,
+    PlanOp,
     PromptPart,
     RawPlanView,
     ReasonDefinition,
@@ -85,6 +89,7 @@ from orchestration.types import (
 
 __all__ = [
     "Attempts",
+    "approve_into",
     "FakeToolbox",
     "HaltDecision",
     "Indeterminate",
@@ -543,3 +548,46 @@ async def run_in_process(
     await driver.run()
     events = expand_log(log)
     return events, fold_run(events)
+
+
+async def approve_into(
+    store: PlanStore, view: RawPlanView, *, decided_by: str = "tester"
+) -> RawPlanView:
+    """Write a sketched plan into ``store`` and take it to ``executable``, as a test fixture.
+
+    The ops are one ``add_node`` per node, one ``add_edge`` per edge and the bounds, so the
+    stored view holds the same content under the store's own revision and digest: the view
+    returned is the stored one, and the approval (recorded with the transition) binds it.
+    Freeze's checks are not run: a test may approve a plan freeze would refuse.
+    """
+    author = PlanAuthor(decided_by)
+    ops: list[PlanOp] = [author.add_node(node) for node in view.nodes]
+    ops += [author.edge(e.from_, e.to, e.handle, edge_id=e.id) for e in view.edges]
+    ops.append(author.set_bounds(view.bounds))
+    created = await store.create_plan(view.plan_id)
+    if not created.ok:
+        raise ValueError(f"plan {view.plan_id!r} cannot be created: {created}")
+    appended = await store.append_ops(view.plan_id, ops)
+    if not appended.ok:
+        raise ValueError(f"the ops of {view.plan_id!r} were refused: {appended}")
+    stored = (await store.fold(view.plan_id)).view
+    frozen = await store.transition(
+        view.plan_id,
+        TransitionRequest.model_validate(
+            {"from": "editable", "to": "reviewable", "expected_digest": stored.digest}
+        ),
+    )
+    approved = await store.transition(
+        view.plan_id,
+        TransitionRequest.model_validate(
+            {
+                "from": "reviewable",
+                "to": "executable",
+                "expected_digest": stored.digest,
+                "approval": approval_record(stored, decided_by, "2026-01-01T00:00:00Z"),
+            }
+        ),
+    )
+    if not (frozen.ok and approved.ok):
+        raise ValueError(f"plan {view.plan_id!r} could not be approved: {frozen} {approved}")
+    return stored

@@ -92,6 +92,9 @@ class ToolSpec:
         description: Shown to authors and models choosing a tool.
         requires: (capability, verb) pairs the calling node must claim; checked by the call
             activity before the tool runs.
+        short: The tool answers within seconds and holds no lock worth a heartbeat: its
+            replay-safe calls may run as local activities (the fast path), which skip the
+            task queue. Its attempts and outcomes are the same either way.
     """
 
     name: str
@@ -99,6 +102,7 @@ class ToolSpec:
     returns: ToolReturn = field(default_factory=TextReturn)
     description: str = ""
     requires: tuple[tuple[str, AuthorityVerb], ...] = ()
+    short: bool = False
 
     @property
     def wants_context(self) -> bool:
@@ -136,8 +140,9 @@ class Toolbox:
         returns: ToolReturn | None = None,
         description: str = "",
         requires: Sequence[tuple[str, AuthorityVerb]] = (),
+        short: bool = False,
     ) -> Callable[[ToolFn], ToolFn]:
-        """Decorator registering ``fn`` under ``name``."""
+        """Decorator registering ``fn`` under ``name`` (``short``: see :class:`ToolSpec`)."""
 
         def register(fn: ToolFn) -> ToolFn:
             self.add(
@@ -147,6 +152,7 @@ class Toolbox:
                     returns=returns or TextReturn(),
                     description=description or (inspect.getdoc(fn) or "").split("\n")[0],
                     requires=tuple(requires),
+                    short=short,
                 )
             )
             return fn
@@ -160,6 +166,10 @@ class Toolbox:
     def names(self) -> Sequence[str]:
         """Every registered name, sorted."""
         return sorted(self._specs)
+
+    def short_tools(self) -> tuple[str, ...]:
+        """The tools declared ``short`` (their replay-safe calls may run as local activities)."""
+        return tuple(name for name in self.names() if self._specs[name].short)
 
     def returns(self, tool: str) -> ToolReturn | None:
         """The declared return of ``tool``, or ``None`` when unknown."""

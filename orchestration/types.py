@@ -129,6 +129,7 @@ __all__ = [
     "TurnAbort",
     "AuthorityRevoked",
     "ValueMap",
+    "Verdict",
     "WireModel",
     "tuples_as_lists",
 ]
@@ -908,12 +909,28 @@ class NodeEntered(WireModel):
     at: str
 
 
+class Verdict(WireModel):
+    """What a branch or select cell decided, and the evidence it gave (match or not).
+
+    ``handle`` names the verdict: ``match`` or ``no_match`` for a branch, ``case_<label>`` or
+    ``default`` for a select, whether or not an edge with that handle exists.
+    """
+
+    handle: EdgeHandle
+    evidence: EncodableValue = None
+
+
 class NodeSettled(WireModel):
-    """How a frame settled; carries the output, which is what a fold rebuilds from."""
+    """How a frame settled; carries the output, which is what a fold rebuilds from.
+
+    ``verdict`` is additive to the contract: a branch or select frame records its verdict and
+    evidence here, so a verdict that fires no edge is recorded too.
+    """
 
     kind: Literal["node_settled"] = "node_settled"
     frame: FrameRef
     outcome: NodeOutcome
+    verdict: Verdict | None = None
     at: str
 
 
@@ -1000,5 +1017,7 @@ class RunProjection(WireModel):
     frontier: Frontier = Field(default_factory=Frontier)
     indeterminate: tuple[FrameRef, ...] = ()
     edges_taken: tuple[EdgeTakenRecord, ...] = ()
+    verdicts: dict[str, Verdict] = Field(default_factory=dict)
+    """Every branch and select frame's verdict and evidence, by frame key (additive)."""
     outcome: Literal["running", "completed", "halted", "aborted"] = "running"
     interruption: InterruptionCause | None = None

@@ -1,8 +1,12 @@
 """``python -m workers``: run a worker for a toolbox until SIGINT/SIGTERM.
 
-Reason nodes use the reasoner ``ORCH_REASONER`` and its ``ORCH_REASONER_*`` variables describe
-(see :mod:`activities.reasoners.config`); tools spool artifacts to ``--spool-dir``
-(``ORCH_SPOOL_DIR``), and every worker that may resume a run must see the same folder.
+The worker claims every run, and mirrors every run's log, in the plan store ``--store``
+(``ORCH_STORE``; default ``.data/plans.sqlite3``, the CLI's default): workers and the clients
+that start runs must share it (one SQLite file on one machine, a ``postgresql://`` DSN across
+machines). Reason nodes use the reasoner ``ORCH_REASONER`` and its ``ORCH_REASONER_*``
+variables describe (see :mod:`activities.reasoners.config`); tools spool artifacts to
+``--spool-dir`` (``ORCH_SPOOL_DIR``), and every worker that may resume a run must see the same
+folder.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import structlog
 
 from activities.reasoners import reasoner_from_env
 from orchestration.artifacts import FileSpoolStore
-from orchestration.cli.common import load_object
+from orchestration.cli.common import load_object, open_store
 from orchestration.exiting import exit_process
 from orchestration.signing import load_public_key
 from orchestration.toolbox import Toolbox
@@ -35,6 +39,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--address", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
     parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", "default"))
     parser.add_argument("--log-level", default=os.environ.get("ORCH_LOG_LEVEL", "INFO"))
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("ORCH_STORE", ".data/plans.sqlite3"),
+        help="plan store the worker claims runs in: a SQLite file or a postgresql:// DSN, shared "
+        "with the clients that start runs (env ORCH_STORE; default .data/plans.sqlite3)",
+    )
     parser.add_argument(
         "--spool-dir",
         default=os.environ.get("ORCH_SPOOL_DIR", ".data/spool"),
@@ -78,10 +88,12 @@ async def serve(args: argparse.Namespace) -> None:
     client = await connect(args.address, args.namespace, payload_codec=codec, **telemetry)
     approval_keys = [load_public_key(Path(path).read_bytes()) for path in args.approval_key]
     reasoner = reasoner_from_env(os.environ)
+    store = open_store(args.store)
     worker = build_worker(
         client,
         task_queue=args.task_queue,
         toolbox=toolbox,
+        store=store,
         approval_keys=approval_keys,
         reasoner=reasoner,
         spool=FileSpoolStore(args.spool_dir),
@@ -98,6 +110,7 @@ async def serve(args: argparse.Namespace) -> None:
         encrypted=codec is not None,
         signed_approvals_only=bool(approval_keys),
         codec_keys_env=KEYS_ENV,
+        store=args.store,
         metrics=args.metrics_bind,
         tracing=args.otel,
     )
@@ -108,6 +121,7 @@ async def serve(args: argparse.Namespace) -> None:
     )
     async with worker:
         await stop.wait()
+    await store.close()
     close = getattr(reasoner, "aclose", None)
     if close is not None:
         await close()

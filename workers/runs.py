@@ -1,15 +1,22 @@
-"""Client side of runs: start a plan's one run, read its log, stop it, answer a halted call.
+"""Client side of runs on Temporal: start, resume, read, stop, and answer a plan's one run.
 
-Everything that can refuse happens before the run is claimed, because a claim is for ever:
-the plan must be ``executable`` with an approval, and the run input must satisfy the entry's
-declared fields. Then the store records the run id ``plan/<planId>`` once, ever, and the
-workflow starts under that id with ``REJECT_DUPLICATE`` (no second run after the first closes)
-and ``USE_EXISTING`` (a retried start attaches instead of failing). Two concurrent starts of one
-plan yield one run: the store's compare-and-set lets exactly one claim win.
+Everything that can refuse happens before anything is started, because a claim is for ever:
+:func:`~orchestration.run.admission.admit` checks the plan's state, its approval, the run
+input. A fresh start then reserves the run id ``plan/<planId>`` in the plan store and starts
+``PlanRun`` under that id with ``REJECT_DUPLICATE`` (no second run after the first closes) and
+``USE_EXISTING`` (a retried start attaches instead of failing); the plan travels by reference
+(the worker loads it from the same store and checks its digest). The worker, not this client,
+is what makes the run happen at most once: it claims the run for its execution before any
+node runs (ruling 30).
 
-``read_log`` returns the whole log: the current execution's segment by paged query while the
-run is open, and every closed execution's segment rebuilt from its history by local replay,
-so a closed run is readable with no worker running.
+A resume (ruling 28) starts a new execution of ``plan/<planId>`` with ``resume``, allowed by the
+store's claim for a run whose log did not complete, and ``ALLOW_DUPLICATE_FAILED_ONLY`` (a
+completed execution can never be followed). If the last execution died without closing its
+log in the store (a terminated execution), its log is first rebuilt from its history.
+
+:meth:`TemporalRuns.read_log` returns the whole compact log: the plan store's copy (the
+workflow mirrors its log there), with the open execution's own entries read by its paged
+``events`` query, or, for an execution that closed without mirroring, rebuilt from history.
 """
 
 from __future__ import annotations
@@ -34,9 +41,10 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from orchestration.errors import InvalidRunInputError, RunRefusedError
+from orchestration.errors import RunNotFoundError, RunRefusedError
 from orchestration.execution import (
-    EventPage,
+    LogPage,
+    PlanRef,
     PlanRunInput,
     PlanRunResult,
     ResolveDecision,
@@ -44,12 +52,14 @@ from orchestration.execution import (
     RunStatus,
     workflow_id_for,
 )
-from orchestration.run_input import check_run_input
+from orchestration.run.admission import admit
+from orchestration.run.expand import expand_log
+from orchestration.run.log import LogEnd, LogEntry
 from orchestration.runs import fold_run
-from orchestration.store.base import PlanStore
-from orchestration.types import EntryNode, RunEvent, RunProjection
+from orchestration.store.base import ClaimOk, PlanStore
+from orchestration.types import RunEvent, RunProjection
 from workflows.plan_run import PLAN_DIGEST, PLAN_ID
-from workflows.runlog import events_from_history
+from workflows.runlog import segment_from_history
 
 __all__ = ["TemporalRuns"]
 
@@ -61,7 +71,7 @@ class TemporalRuns:
 
     Args:
         client: A client using the pydantic data converter (see ``workers.worker.connect``).
-        store: Where plans, approvals and the run-id record live.
+        store: Where plans, approvals, claims and run logs live: the workers' store.
         task_queue: The task queue ``PlanRun`` workers poll.
         settings: Default run settings (a call may pass its own).
     """
@@ -89,83 +99,44 @@ class TemporalRuns:
         resume_run_id: str | None = None,
         settings: RunSettings | None = None,
     ) -> WorkflowHandle[Any, PlanRunResult]:
-        """Start the plan's one run (or, with ``resume_run_id``, attach to it).
+        """Start the plan's one run, or with ``resume_run_id`` resume it.
 
         Raises:
-            RunRefusedError: with the code saying why; nothing was claimed or started.
+            RunRefusedError: with the code saying why; nothing was started.
             PlanNotFoundError: no such plan.
         """
-        state = await self.store.read_state(plan_id)
-        if state.state != "executable":
-            raise RunRefusedError(
-                "not_executable",
-                f"plan {plan_id!r} is {state.state}; freeze it, have an operator approve it, "
-                "then run it",
-            )
-        view = (await self.store.fold(plan_id)).view
-        approval = await self.store.read_approval(plan_id)
-        if approval is None:
-            raise RunRefusedError(
-                "approval_missing", f"plan {plan_id!r} has no approval record; approve it first"
-            )
-        entry = next((n for n in view.nodes if isinstance(n, EntryNode)), None)
-        if entry is not None:
-            try:
-                check_run_input(entry.definition.input, run_input)
-            except InvalidRunInputError as exc:
-                raise RunRefusedError("invalid_run_input", exc.message) from exc
         workflow_id = workflow_id_for(plan_id)
-        existing = await self.store.read_run_id(plan_id)
-        if resume_run_id is not None:
-            if existing != resume_run_id:
-                raise RunRefusedError(
-                    "run_not_found",
-                    f"plan {plan_id!r} has no run {resume_run_id!r}"
-                    + (f"; its run is {existing!r}" if existing else ""),
-                    existing,
-                )
-            status = await self._status_of(workflow_id)
-            if status == WorkflowExecutionStatus.COMPLETED:
-                raise RunRefusedError(
-                    "run_already_settled",
-                    f"run {resume_run_id!r} already completed; read it with `orch run show`",
-                    existing,
-                )
-            if status is not None:
-                return self.client.get_workflow_handle(workflow_id, result_type=PlanRunResult)
-        elif existing is not None:
-            raise RunRefusedError(
-                "run_already_claimed",
-                f"plan {plan_id!r} already has its one run {existing!r}; a plan runs at most "
-                "once — clone it (`orch plan clone`) to run its content again",
-                existing,
-            )
+        admitted = await admit(
+            self.store, plan_id, run_input, run_id=workflow_id, resume_run_id=resume_run_id
+        )
+        if admitted.resume:
+            await self._close_open_log(plan_id, workflow_id)
+            reuse = WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY
         else:
-            claim = await self.store.claim_run(plan_id, state.digest, workflow_id)
-            if not claim.ok:
+            claim = await self.store.claim_run(plan_id, admitted.view.digest, workflow_id)
+            if not isinstance(claim, ClaimOk):
                 raise RunRefusedError(
                     claim.reason,
                     f"the store refused the run claim ({claim.reason}); re-read the plan",
                     claim.existing_run_id,
                 )
-            if claim.resumed:
-                raise RunRefusedError(
-                    "run_already_claimed",
-                    f"plan {plan_id!r} was claimed by a concurrent start; its run is "
-                    f"{claim.run_id!r}",
-                    claim.run_id,
-                )
+            reuse = WorkflowIDReusePolicy.REJECT_DUPLICATE
+        view = admitted.view
         run_settings = settings or self.settings
         try:
             return await self.client.start_workflow(
                 "PlanRun",
                 PlanRunInput(
-                    plan=view, approval=approval, run_input=run_input, settings=run_settings
+                    plan_ref=PlanRef(plan_id=plan_id, digest=view.digest),
+                    approval=admitted.approval,
+                    run_input=admitted.run_input,
+                    settings=run_settings,
+                    resume=admitted.resume,
                 ),
                 id=workflow_id,
                 task_queue=self.task_queue,
                 result_type=PlanRunResult,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_reuse_policy=reuse,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 search_attributes=(
                     TypedSearchAttributes(
@@ -179,14 +150,39 @@ class TemporalRuns:
                 ),
                 static_summary=(
                     f"Plan {plan_id}: {len(view.nodes)} nodes, digest {view.digest[:12]}"
+                    + (" (resumed)" if admitted.resume else "")
                 ),
             )
         except WorkflowAlreadyStartedError as exc:
             raise RunRefusedError(
                 "run_already_settled",
-                f"the workflow {workflow_id!r} already ran and closed; a plan runs at most once",
+                f"the workflow {workflow_id!r} already ran and completed; a plan runs at most "
+                "once",
                 workflow_id,
             ) from exc
+
+    async def _close_open_log(self, plan_id: str, workflow_id: str) -> None:
+        """Before a resume: the last execution must be closed, and its log in the store.
+
+        Raises:
+            RunRefusedError: ``run_still_open`` when an execution of the run is still open.
+        """
+        status = await self._status_of(workflow_id)
+        if status in _OPEN:
+            raise RunRefusedError(
+                "run_still_open",
+                f"the run of plan {plan_id!r} is still running; stop it (`orch run stop`) or "
+                "let it settle before resuming it",
+                workflow_id,
+            )
+        stored = await self.store.read_run_log(plan_id, workflow_id)
+        if stored and isinstance(stored[-1], LogEnd) or status is None:
+            return
+        # The last execution closed without closing its log (terminated): rebuild its
+        # segments from history and write what the store lacks.
+        async for offset, entries in self._segments_from_history(workflow_id):
+            if offset + len(entries) > len(stored):
+                await self.store.append_run_log(plan_id, workflow_id, offset, entries)
 
     async def execute(
         self, plan_id: str, run_input: dict[str, Any], **kwargs: Any
@@ -196,7 +192,7 @@ class TemporalRuns:
         try:
             await handle.result()
         except WorkflowFailureError:
-            pass  # the log says how it ended; a cancelled run still has one
+            pass  # halted, aborted and cancelled runs fail the execution; the log says how
         return await self.projection(plan_id)
 
     # -- reading --------------------------------------------------------------------------------
@@ -210,56 +206,76 @@ class TemporalRuns:
             raise
         return description.status
 
-    async def _executions(self, workflow_id: str) -> AsyncIterator[tuple[str, WorkflowHistory]]:
-        """The run's executions, newest first, each with its history."""
+    async def _executions(self, workflow_id: str) -> AsyncIterator[WorkflowHistory]:
+        """The current chain's executions, newest first, each with its history."""
         run_id: str | None = None
         while True:
             handle = self.client.get_workflow_handle(workflow_id, run_id=run_id)
             history = await handle.fetch_history()
+            yield history
             started = history.events[0].workflow_execution_started_event_attributes
-            yield history.run_id, history
             previous = started.continued_execution_run_id
             if not previous:
                 return
             run_id = previous
 
-    async def read_log(self, plan_id: str) -> list[RunEvent]:
-        """The run's whole event log, live or closed.
+    async def _segments_from_history(
+        self, workflow_id: str
+    ) -> AsyncIterator[tuple[int, list[LogEntry]]]:
+        """Each execution's log segment with its global offset, oldest first."""
+        histories = [h async for h in self._executions(workflow_id)]
+        for history in reversed(histories):
+            yield await segment_from_history(
+                history, store=self.store, data_converter=self.client.data_converter
+            )
+
+    async def read_log(self, plan_id: str) -> list[LogEntry]:
+        """The run's whole compact log, live or closed.
 
         Raises:
             RunRefusedError: ``run_not_found`` when the plan has no started run.
         """
         workflow_id = workflow_id_for(plan_id)
+        try:
+            stored = await self.store.read_run_log(plan_id)
+        except RunNotFoundError as exc:
+            raise RunRefusedError("run_not_found", f"plan {plan_id!r} has no run") from exc
         status = await self._status_of(workflow_id)
         if status is None:
-            raise RunRefusedError("run_not_found", f"plan {plan_id!r} has no started run")
-        segments: list[list[RunEvent]] = []
-        newest = True
-        async for run_id, history in self._executions(workflow_id):
-            if newest and status in _OPEN:
-                segments.append(await self._query_segment(workflow_id, run_id))
-            else:
-                segments.append(
-                    await events_from_history(history, self.client.data_converter)
+            if not stored:
+                raise RunRefusedError(
+                    "run_not_found", f"plan {plan_id!r} has no started run", workflow_id
                 )
-            newest = False
-        return [event for segment in reversed(segments) for event in segment]
+            return stored
+        if status in _OPEN:
+            return await self._with_open_segment(workflow_id, stored)
+        if stored and isinstance(stored[-1], LogEnd):
+            return stored
+        entries = list(stored)
+        async for offset, segment in self._segments_from_history(workflow_id):
+            entries[offset:] = segment
+        return entries
 
-    async def _query_segment(self, workflow_id: str, run_id: str) -> list[RunEvent]:
-        """The open execution's own events, page by page (each page well under 2 MiB)."""
-        handle = self.client.get_workflow_handle(workflow_id, run_id=run_id)
-        events: list[RunEvent] = []
-        since = 0
+    async def _with_open_segment(self, workflow_id: str, stored: list[LogEntry]) -> list[LogEntry]:
+        """The stored log up to the open execution's segment, then that segment by query."""
+        handle = self.client.get_workflow_handle(workflow_id)
+        page: LogPage = await handle.query("events", args=[0, 1], result_type=LogPage)
+        since = page.segment_offset
+        entries = list(stored[:since])
         while True:
-            page: EventPage = await handle.query("events", args=[since, 500], result_type=EventPage)
-            events.extend(page.events)
+            page = await handle.query("events", args=[since, 2000], result_type=LogPage)
+            entries.extend(page.entries)
             since = page.next
-            if since >= page.total or not page.events:
-                return events
+            if since >= page.total or not page.entries:
+                return entries
+
+    async def read_events(self, plan_id: str) -> list[RunEvent]:
+        """The run's whole log as the contract's ``RunEvent``s."""
+        return expand_log(await self.read_log(plan_id))
 
     async def projection(self, plan_id: str) -> RunProjection:
         """``fold_run`` of the whole log."""
-        return fold_run(await self.read_log(plan_id))
+        return fold_run(await self.read_events(plan_id))
 
     async def status(self, plan_id: str) -> RunStatus:
         """The live headline of an open run (needs a worker)."""

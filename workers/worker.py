@@ -24,15 +24,16 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from temporalio.workflow import SandboxImportNotificationPolicy
 
 from activities.approval import ApprovalVerifier
-from activities.call import CallActivities
-from activities.evaluate import EvaluateActivities
-from activities.reason import ReasonActivities
-from activities.transform import TransformActivities
+from activities.frames import FrameActivities
+from activities.runs import RunStoreActivities
 from orchestration.artifacts import ArtifactRegistry, ArtifactSpool, FileSpoolStore
 from orchestration.contracts import PredicateEvaluator
 from orchestration.predicates import LuaCell
 from orchestration.reasoning import Reasoner
+from orchestration.run.work import FrameWork
+from orchestration.store.base import PlanStore
 from orchestration.toolbox import Toolbox
+from workflows.externs import RunServices
 from workflows.plan_run import PlanRun
 from workflows.signatures import SignedApprovalsOnly
 
@@ -96,6 +97,7 @@ def build_worker(
     *,
     task_queue: str,
     toolbox: Toolbox,
+    store: PlanStore,
     extra_activities: Sequence[Any] = (),
     extra_workflows: Sequence[type] = (),
     max_concurrent_activities: int = 200,
@@ -104,9 +106,18 @@ def build_worker(
     spool: ArtifactSpool | None = None,
     artifacts: ArtifactRegistry | None = None,
     evaluators: Sequence[PredicateEvaluator] | None = None,
+    fast_tools: Sequence[str] | None = None,
     **options: Any,
 ) -> Worker:
     """A worker that runs ``PlanRun`` and the node activities for ``toolbox``.
+
+    Call it from the event loop the worker will run on (the plan store is read from workflow
+    threads through that loop).
+
+    ``store`` is the plan store runs are claimed in: every worker of a task queue, and every
+    client that starts runs, must share it (the SQLite file on one machine, PostgreSQL across
+    machines). The worker claims a run there before any node runs, mirrors the run's log into
+    it, and loads plans started by reference from it.
 
     A short sticky schedule-to-start timeout means that after a worker dies, its runs move to
     another worker in about 2 s instead of the default 10 s.
@@ -115,6 +126,10 @@ def build_worker(
     public keys: ``PlanRun`` verifies the signature in a local activity before any node and
     refuses an unsigned or forged record with ``deviation_abort``. Every worker on a task queue
     must share this setting, or a run's replay on another worker diverges.
+
+    ``fast_tools`` are the tools whose replay-safe calls run as local activities (default: the
+    toolbox's tools declared ``short``). A run reads the set once per execution from the
+    worker it starts on (a local activity, so replay does not depend on configuration).
 
     Reason, transform and cell activities:
 
@@ -128,21 +143,34 @@ def build_worker(
     * ``evaluators`` are the cells ``plan.evaluate`` runs for ``branch``/``select`` nodes whose
       cell the workflow does not evaluate inline (default: :func:`default_cells`).
     """
-    calls = CallActivities(toolbox, spool=spool)
     registry = artifacts or ArtifactRegistry()
     if isinstance(spool, FileSpoolStore):
         registry.register_resolver(spool.tag, spool.resolver)
+    work = FrameWork(
+        toolbox,
+        spool=spool,
+        reasoner=reasoner,
+        artifacts=registry,
+        cells=default_cells() if evaluators is None else evaluators,
+    )
+    frames = FrameActivities(work)
+    runs = RunStoreActivities(
+        store, fast_tools=toolbox.short_tools() if fast_tools is None else fast_tools
+    )
     activities: list[Any] = [
-        calls.run_call,
-        ReasonActivities(reasoner).run_reason,
-        TransformActivities(registry, toolbox).run_transform,
-        EvaluateActivities(default_cells() if evaluators is None else evaluators).run_evaluate,
+        frames.call,
+        frames.reason,
+        frames.transform,
+        frames.evaluate,
+        runs.claim,
+        runs.mirror,
+        runs.fast_tools,
         *extra_activities,
     ]
+    interceptors = [*options.pop("interceptors", ()), RunServices(store)]
     if approval_keys:
         activities.append(ApprovalVerifier(approval_keys).verify)
-        interceptors = [*options.pop("interceptors", ()), SignedApprovalsOnly()]
-        options["interceptors"] = interceptors
+        interceptors.append(SignedApprovalsOnly())
     return Worker(
         client,
         task_queue=task_queue,
@@ -151,5 +179,6 @@ def build_worker(
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         max_concurrent_activities=max_concurrent_activities,
+        interceptors=interceptors,
         **options,
     )

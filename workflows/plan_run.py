@@ -1,39 +1,50 @@
 """``PlanRun``: one approved plan's one run, as one Temporal workflow.
 
-The workflow is a thin host for the sans-IO :class:`~orchestration.engine.RunEngine`: it asks
-the engine what may run, starts that work (an activity per ``call``, ``reason`` and
-``transform``; ``branch``/``select`` decided inline by the deterministic cells it ships, or by
-the worker's other cells in the ``plan.evaluate`` local activity), hands each result back, and
-appends the events the engine records to the run's log. The log lives in workflow state, is
-served by a paged query, and, because it is a pure function of the workflow's history, is
-rebuilt from that history for a closed run (see :mod:`orchestration.runlog`).
+The workflow is a thin host for the hosts' shared run loop
+(:class:`~orchestration.run.driver.RunDriver`) over the sans-IO engine: it supplies the
+transport (an activity per ``call``, ``reason`` and ``transform``; ``branch``/``select``
+decided inline by the deterministic cells, or by the worker's other cells in the
+``plan.evaluate`` local activity), durable timers, and the log; everything a run decides
+(retries, lost calls, halts, stops) is the shared loop's, as in the in-process host.
 
-Before any node runs, the workflow recomputes the plan's digest and authority set and checks
-them against the approval it was given; a mismatch records ``run_started`` and ends the run
-``aborted`` with ``deviation_abort``. A service that can start workflows still cannot run
-content no operator approved.
+**At most once, whoever starts it** (ruling 30). Before any node is entered the workflow
+checks, in order: its input decodes (else the execution fails at once, non-retryable); its
+workflow id is ``plan/<planId>``; the plan it runs digests to the approved digest (loaded by
+reference from the worker's plan store, or given inline); the approval binds that digest and
+the plan's authority set (and, on a worker with approval keys, is validly signed); and the
+worker wins the plan store's claim for this execution chain (``plan.claim``, a local
+activity). A run that fails a check records ``run_started`` and settles ``aborted`` with
+``deviation_abort``; only a claim that succeeds lets a node run, so a second start under any
+workflow id or reuse policy runs nothing.
 
-Determinism: every activity gets ``activity_id = <frameKey>#<attempt>`` (replay compares ids,
-not arguments); frames are dispatched in the engine's FIFO order; time is ``workflow.now()``.
+**Resume** (ruling 28) is a new execution of ``plan/<planId>`` with ``resume: true``: the claim
+allows it only for a run whose log ended without completing, and the workflow continues that
+log from the plan store.
 
-Calls and their failure modes (DESIGN §5): a replay-safe call retries under a bounded policy; a
-non-replay-safe call gets exactly one attempt. A start-to-close or heartbeat timeout after the
-activity started is the indeterminate case, resolved by the node's ``onIndeterminate``:
-``skip`` settles it ``skipped``; ``halt`` records ``run_interrupted{process_death}`` for the
-frame and waits for an operator's ``resolve`` update (retry, skip or abort). A tool's own
-exception is an ordinary failure. ``stop`` (signal) and cancellation are graceful: nothing new
-starts, calls in flight settle and are recorded, then the run settles ``aborted``.
+**The log** (:mod:`orchestration.run.log`) is compact, kept in workflow state, paged by the
+``events`` query, and mirrored into the plan store (``plan.mirror``, a local activity,
+idempotent by position) when the run settles, before it continues as new, while a frame waits
+for an operator, and every few thousand entries. Continue-as-new carries only the frontier
+(:class:`~orchestration.run.checkpoint.Checkpoint`) and the plan by reference.
+
+**Close statuses tell the truth**: ``completed`` completes; ``halted`` and ``aborted`` fail the
+execution with a non-retryable failure whose type names the outcome and whose message names
+the interruption; a cancelled run (``turn_abort``) ends Canceled.
+
+Determinism: every activity gets ``activity_id = <frame key>#<attempt>``; frames are dispatched
+in the engine's FIFO order; time is ``workflow.now()``; plans and logs read outside history are
+content-addressed (see :mod:`workflows.externs`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -43,57 +54,54 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from orchestration.approval import authority_set
-    from orchestration.contracts import BranchVerdict, ExplainingEvaluator, SelectVerdict
-    from orchestration.engine import (
-        Decided,
-        Dispatch,
-        Failed,
-        RunEngine,
-        Skipped,
-        Succeeded,
-        indeterminate_action,
-    )
-    from orchestration.engine_types import SettleResult
-    from orchestration.errors import InvalidRunInputError, UnrunnablePlanError
+    # The pure core is deterministic by construction and by test; passing it through spares
+    # re-importing its models for every run (see workers.worker.PASSED_THROUGH).
+    from orchestration.engine import Dispatch, Failed, RunEngine, Succeeded
+    from orchestration.errors import InvalidRunInputError, OrchestrationError, UnrunnablePlanError
     from orchestration.execution import (
-        CallRequest,
         CallResponse,
+        ClaimRequest,
+        ClaimResponse,
         ContinuedRun,
-        EvaluateRequest,
         EvaluateResponse,
-        EventPage,
+        LogPage,
+        MirrorRequest,
         PlanRunInput,
         PlanRunResult,
-        ReasonRequest,
         ReasonResponse,
         ResolveDecision,
         RunSettings,
         RunStatus,
-        TransformRequest,
         TransformResponse,
         activity_id_for,
+        workflow_id_for,
     )
     from orchestration.ops import plan_digest
     from orchestration.predicates import CelCell, StructuredCell
+    from orchestration.run.admission import approval_problem
+    from orchestration.run.driver import (
+        Inbox,
+        RunDriver,
+        call_request,
+        decided,
+        evaluate_request,
+        reason_request,
+        transform_request,
+    )
+    from orchestration.run.log import LogEnd, LogEntry, LogSettle
+    from orchestration.run.policy import Attempt, Lost
+    from orchestration.run.work import WorkFailed, decide_with
     from orchestration.types import (
+        ApprovalRecord,
         BranchNode,
         CallNode,
         DeviationAbort,
         InterruptionCause,
-        NodeEntered,
-        NodeSettled,
-        OperatorStop,
-        ProcessDeath,
-        ReasonNode,
-        RunEvent,
-        RunProjection,
-        RunSettled,
-        RunStarted,
+        RawPlanView,
         SelectNode,
-        TransformNode,
         TurnAbort,
     )
+    from workflows.externs import LOAD_LOG, LOAD_PLAN
 
 __all__ = ["APPROVAL_SIGNATURES", "PLAN_DIGEST", "PLAN_ID", "PLAN_OUTCOME", "PlanRun"]
 
@@ -104,22 +112,18 @@ PLAN_ID = SearchAttributeKey.for_keyword("PlanId")
 PLAN_DIGEST = SearchAttributeKey.for_keyword("PlanDigest")
 PLAN_OUTCOME = SearchAttributeKey.for_keyword("PlanOutcome")
 
-_CELLS = {cell.id: cell for cell in (StructuredCell(), CelCell())}
+_INLINE_CELLS = {cell.id: cell for cell in (StructuredCell(), CelCell())}
 """Deterministic predicate cells, evaluated inside the workflow; any other cell id is decided by
 the worker's cells in the ``plan.evaluate`` local activity."""
 
-_EVALUATE_TIMEOUT = timedelta(seconds=30)
-
-_INDETERMINATE_TIMEOUTS = (TimeoutType.START_TO_CLOSE, TimeoutType.HEARTBEAT)
-_PAGE_LIMIT = 500
+_LOCAL_TIMEOUT = timedelta(seconds=30)
+_LOST = (TimeoutType.START_TO_CLOSE, TimeoutType.HEARTBEAT)
+_PAGE_LIMIT = 2000
 _PAGE_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class _Indeterminate:
-    """A call that started and whose outcome is unknown (it timed out after starting)."""
-
-    detail: str
+_MIRROR_EVERY = 4000
+_MIRROR_CHUNK = 2000
+_ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
+_NO_INPUT = RawValue(payload=None)  # type: ignore[arg-type]
 
 
 def _iso(moment: Any) -> str:
@@ -127,37 +131,182 @@ def _iso(moment: Any) -> str:
     return text.replace("+00:00", "Z")
 
 
-def deviation(run: PlanRunInput) -> str | None:
-    """Why the run's content or approval does not match what was approved, if it does not."""
-    view, approval = run.plan, run.approval
-    if approval.plan_id != view.plan_id:
-        return f"the approval is for plan {approval.plan_id!r}, not {view.plan_id!r}"
-    actual = plan_digest(view)
-    if actual != view.digest:
-        return f"the plan's content digests to {actual}, not to the digest it carries"
-    if approval.digest != actual:
-        return f"the approval binds digest {approval.digest}, but the plan's digest is {actual}"
-    if tuple(approval.authority_set) != authority_set(view):
-        return "the approval's authority set differs from the plan's canonical authority set"
-    return None
-
-
-async def signature_refusal(run: PlanRunInput) -> str | None:
-    """Why the approval's signature is refused, when this worker verifies signatures.
-
-    The check needs key material, which lives on the worker, so it runs in a local activity
-    (``plan.verify_approval``), once, at the start of the first segment. A worker without keys
-    never calls it, so runs on such workers keep their histories unchanged.
-    """
-    if run.continued is not None or APPROVAL_SIGNATURES not in workflow.extern_functions():
-        return None
-    refusal: str = await workflow.execute_local_activity(
-        "plan.verify_approval",
-        run.approval,
-        result_type=str,
-        start_to_close_timeout=timedelta(seconds=30),
+def _refuse_input(message: str) -> ApplicationError:
+    return ApplicationError(
+        f"{message}; start PlanRun with one PlanRunInput JSON object (see schema/ or run "
+        "`orch run input PLAN`)",
+        type="invalid_plan_run_input",
+        non_retryable=True,
     )
-    return refusal or None
+
+
+def deviation(view: RawPlanView, approval: ApprovalRecord, digest: str) -> str | None:
+    """Why the run's content or approval does not match what was approved, if it does not."""
+    actual = plan_digest(view)
+    if actual != digest or actual != view.digest:
+        return f"the plan's content digests to {actual}, not to the approved digest {digest}"
+    return approval_problem(view, approval)
+
+
+def attempt_from_error(exc: ActivityError) -> Attempt:
+    """An activity's failure as an attempt's outcome: a named failure, or a lost attempt."""
+    cause = exc.cause
+    if isinstance(cause, TimeoutError):
+        if cause.type in _LOST:
+            return Lost(str(cause))
+        # Timed out before it started (schedule-to-start): nothing ran; try again.
+        return Failed("ScheduleTimeout", str(cause), transient=True)
+    if isinstance(cause, ApplicationError):
+        return _failed_from_application(cause, "")
+    name = type(cause).__name__ if cause is not None else "ActivityError"
+    return Failed(name, str(cause or exc))
+
+
+def _failed_from_application(error: ApplicationError, node_kind: str) -> Failed:
+    """A node activity's ``ApplicationError`` (see :mod:`activities.frames`) as a failure."""
+    facts = error.details[0] if error.details and isinstance(error.details[0], dict) else {}
+    kind = facts.get("kind", "predicate" if node_kind in ("branch", "select") else "error")
+    return Failed(
+        error.type or "ApplicationError",
+        error.message,
+        kind if kind in ("error", "predicate", "output_schema") else "error",
+        bool(facts.get("transient", False)),
+    )
+
+
+class _Port:
+    """How ``PlanRun`` carries out the shared loop's requests (see ``HostPort``)."""
+
+    def __init__(self, run: PlanRun, view: RawPlanView, request: PlanRunInput) -> None:
+        self.run = run
+        self.view = view
+        self.approval = request.approval
+        self.settings: RunSettings = request.settings
+        self.plan_id = view.plan_id
+        self.run_id = workflow.info().workflow_id
+        self.fast: frozenset[str] = run._fast
+
+    def now(self) -> str:
+        return _iso(workflow.now())
+
+    async def pause(self, seconds: float) -> None:
+        await workflow.sleep(timedelta(seconds=seconds), summary="retry backoff")
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        try:
+            await workflow.wait_condition(ready)
+        except BaseException as exc:
+            if not is_cancelled_exception(exc):
+                raise
+            self.run._cancelled = True
+            if self.run._inbox.stop is None:
+                self.run._inbox.stop = TurnAbort()
+
+    def record(self, entries: list[LogEntry]) -> None:
+        self.run._record(entries)
+
+    def checkpoint_due(self) -> bool:
+        info = workflow.info()
+        limit = self.settings.continue_as_new_after_events
+        if limit is not None and info.get_current_history_length() >= limit:
+            return True
+        return info.is_continue_as_new_suggested()
+
+    def _options(self, d: Dispatch, summary: str) -> dict[str, Any]:
+        settings = self.settings
+        return {
+            "activity_id": activity_id_for(d.key, d.attempt),
+            "summary": summary,
+            "start_to_close_timeout": timedelta(seconds=settings.start_to_close_seconds),
+            "retry_policy": _ONE_ATTEMPT,
+        }
+
+    async def attempt(self, d: Dispatch) -> Attempt:
+        node = d.node
+        try:
+            if isinstance(node, BranchNode | SelectNode):
+                return await self._decide(d, node)
+            if isinstance(node, CallNode):
+                return await self._call(d, node)
+            if node.kind == "reason":
+                reason = reason_request(d, plan_id=self.plan_id, run_id=self.run_id)
+                answer = await workflow.execute_activity(
+                    "plan.reason",
+                    reason,
+                    result_type=ReasonResponse,
+                    **self._remote(d, f"{node.id} · reason"),
+                )
+                return Succeeded(items=answer.items)
+            if node.kind == "transform":
+                transform = transform_request(
+                    d, self.view, plan_id=self.plan_id, run_id=self.run_id
+                )
+                result = await workflow.execute_activity(
+                    "plan.transform",
+                    transform,
+                    result_type=TransformResponse,
+                    **self._remote(d, f"{node.id} · transform"),
+                )
+                return Succeeded(items=result.items)
+        except ActivityError as exc:
+            return attempt_from_error(exc)
+        except ApplicationError as exc:
+            # A local activity's failure can surface unwrapped; it is the same failure.
+            return _failed_from_application(exc, node.kind)
+        return Failed(
+            "node_kind_unavailable", f"{node.kind} nodes are not executed by this worker version"
+        )
+
+    def _remote(self, d: Dispatch, summary: str) -> dict[str, Any]:
+        settings = self.settings
+        options = self._options(d, summary)
+        options["task_queue"] = settings.task_queue
+        options["heartbeat_timeout"] = (
+            None
+            if settings.heartbeat_seconds is None
+            else timedelta(seconds=settings.heartbeat_seconds)
+        )
+        return options
+
+    async def _call(self, d: Dispatch, node: CallNode) -> Attempt:
+        definition = node.definition
+        request = call_request(d, plan_id=self.plan_id, run_id=self.run_id, approval=self.approval)
+        if definition.replay_safe and definition.tool in self.fast:
+            # The fast path: a short, replay-safe tool runs in this worker as a local activity
+            # (no task-queue round trip), with the same attempts and outcomes.
+            response = await workflow.execute_local_activity(
+                "plan.call",
+                request,
+                result_type=CallResponse,
+                **self._options(d, f"{node.id} · {definition.tool} (local)"),
+            )
+        else:
+            response = await workflow.execute_activity(
+                "plan.call",
+                request,
+                result_type=CallResponse,
+                **self._remote(d, f"{node.id} · {definition.tool}"),
+            )
+        return Succeeded(items=response.items, artifact=response.artifact)
+
+    async def _decide(self, d: Dispatch, node: BranchNode | SelectNode) -> Attempt:
+        assert d.context is not None
+        if node.definition.evaluator in _INLINE_CELLS:
+            try:
+                answer = await decide_with(_INLINE_CELLS, node, d.context)
+            except WorkFailed as error:
+                return Failed(error.name, error.message, error.kind, error.transient)
+        else:
+            answer = await workflow.execute_local_activity(
+                "plan.evaluate",
+                evaluate_request(d),
+                result_type=EvaluateResponse,
+                activity_id=activity_id_for(d.key, d.attempt),
+                summary=f"{node.id} · {node.definition.evaluator}",
+                start_to_close_timeout=_LOCAL_TIMEOUT,
+                retry_policy=_ONE_ATTEMPT,
+            )
+        return decided(answer.kind, answer.matched, answer.case_label, answer.evidence)
 
 
 @workflow.defn(name="PlanRun")
@@ -165,343 +314,313 @@ class PlanRun:
     """Runs one approved plan once; see the module docstring."""
 
     def __init__(self) -> None:
-        self._events: list[RunEvent] = []
+        self._log: list[LogEntry] = []
         self._offset = 0
+        self._mirrored = 0
         self._segment = 1
         self._engine: RunEngine | None = None
-        self._completions: list[tuple[str, SettleResult | _Indeterminate]] = []
-        self._stop: InterruptionCause | None = None
-        self._decisions: dict[str, ResolveDecision] = {}
+        self._inbox = Inbox()
+        self._cancelled = False
+        self._claimed = False
+        self._plan_id = ""
         self._counts = {"ok": 0, "failed": 0, "skipped": 0}
-        self._signature_refusal: str | None = None
+        self._fast: frozenset[str] = frozenset()
 
-    # -- the run ----------------------------------------------------------------------------
+    # -- the run --------------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, run: PlanRunInput) -> PlanRunResult:
-        """Walk the frozen plan to its end; return the outcome and counts (never the log)."""
-        view = run.plan
-        if run.settings.search_attributes:
-            workflow.upsert_search_attributes(
-                [PLAN_ID.value_set(view.plan_id), PLAN_DIGEST.value_set(view.digest)]
-            )
-        self._signature_refusal = await signature_refusal(run)
-        engine = self._begin(run)
+    async def run(self, input: RawValue = _NO_INPUT) -> PlanRunResult:
+        """Check, claim, then walk the frozen plan to its end; return the outcome and counts."""
+        request = self._decode(input)
+        self._plan_id = request.plan_id or ""
+        loaded = self._load_view(request)
+        engine = await self._begin(request, loaded)
         self._engine = engine
-        self._absorb()
-        cancelled = False
-        while not engine.done:
-            if self._stop is not None and engine.stopping is None:
-                engine.stop(self._stop, self._now())
-            self._apply_decisions(run)
-            if not self._should_continue_as_new(run):
-                for dispatch in engine.ready(self._now()):
-                    self._launch(dispatch, run)
-            self._absorb()
-            if engine.done:
-                break
-            if self._should_continue_as_new(run) and not engine.in_flight:
-                workflow.continue_as_new(self._continuation(run))
-            if not engine.in_flight and not engine.halted and self._stop is None:
-                raise ApplicationError(
-                    "the run can make no progress: nothing is in flight, halted or ready",
-                    type="engine_stalled",
-                    non_retryable=True,
-                )
-            try:
-                await workflow.wait_condition(self._has_news)
-            except BaseException as exc:
-                if not is_cancelled_exception(exc):
-                    raise
-                cancelled = True
-                self._stop = self._stop or TurnAbort()
-                continue
-            self._settle_completions(run)
-            self._absorb()
-        if run.settings.search_attributes:
+        self._record(engine.drain())
+        if not engine.done:
+            assert isinstance(loaded, RawPlanView)
+            self._fast = await self._fast_tools(loaded)
+            port = _Port(self, loaded, request)
+            driver = RunDriver(engine, port, request.settings.retry, self._inbox)
+            if await driver.run() == "checkpoint":
+                checkpoint = engine.checkpoint(_iso(workflow.now()))
+                self._record(engine.drain())
+                await self._mirror(everything=True)
+                workflow.continue_as_new(self._continuation(request, loaded, checkpoint))
+        await self._mirror(everything=True)
+        return self._finish(request, engine)
+
+    async def _fast_tools(self, view: RawPlanView) -> frozenset[str]:
+        """The tools this worker runs on the fast path (asked once per execution, recorded)."""
+        if not any(isinstance(n, CallNode) and n.definition.replay_safe for n in view.nodes):
+            return frozenset()
+        names: list[str] = await workflow.execute_local_activity(
+            "plan.fast_tools",
+            result_type=list[str],
+            summary="which tools run as local activities",
+            start_to_close_timeout=_LOCAL_TIMEOUT,
+        )
+        return frozenset(names)
+
+    def _decode(self, input: RawValue) -> PlanRunInput:
+        if input is _NO_INPUT or input.payload is None:
+            raise _refuse_input("PlanRun was started without input")
+        try:
+            request = workflow.payload_converter().from_payload(input.payload, PlanRunInput)
+        except Exception as exc:  # noqa: BLE001 - any undecodable input is refused by name
+            raise _refuse_input(f"PlanRun's input does not decode: {exc}") from None
+        if (request.plan is None) == (request.plan_ref is None):
+            raise _refuse_input("PlanRun's input must give exactly one of plan and planRef")
+        return request
+
+    def _load_view(self, request: PlanRunInput) -> RawPlanView | str:
+        """The plan to run, or why it cannot be had (a deviation)."""
+        if request.plan is not None:
+            return request.plan
+        assert request.plan_ref is not None
+        load = workflow.extern_functions().get(LOAD_PLAN)
+        if load is None:
+            return "this worker has no plan store to load the plan from; start it with --store"
+        try:
+            view: RawPlanView = load(request.plan_ref.plan_id)
+        except OrchestrationError as exc:
+            return f"the plan cannot be loaded: {exc.message}"
+        return view
+
+    def _digest(self, request: PlanRunInput, view: RawPlanView) -> str:
+        return request.plan_ref.digest if request.plan_ref is not None else view.digest
+
+    async def _begin(self, request: PlanRunInput, loaded: RawPlanView | str) -> RunEngine:
+        """Every check of ruling 30, then the claim; the engine that runs (or refuses) it."""
+        now = _iso(workflow.now())
+        info = workflow.info()
+        run_id = info.workflow_id
+        continued = request.continued
+        if continued is not None and isinstance(loaded, RawPlanView):
+            self._offset = continued.entries_before
+            self._mirrored = continued.entries_before
+            self._segment = continued.segments + 1
+            self._counts = {
+                "ok": continued.settled,
+                "failed": continued.failed,
+                "skipped": continued.skipped,
+            }
+            self._claimed = True
+            return RunEngine.continued(
+                loaded, continued.checkpoint, at=now, max_in_flight=request.settings.max_in_flight
+            )
+        problem = self._problem(request, loaded, run_id)
+        view = loaded if isinstance(loaded, RawPlanView) else None
+        if problem is None and view is not None:
+            problem = await self._signature_refusal(request)
+        if problem is None and view is not None:
+            claim = await self._claim(request, view, info.first_execution_run_id)
+            if not claim.ok:
+                problem = self._claim_refusal(claim)
+            else:
+                self._claimed = True
+                if request.settings.search_attributes:
+                    workflow.upsert_search_attributes(
+                        [PLAN_ID.value_set(view.plan_id), PLAN_DIGEST.value_set(view.digest)]
+                    )
+                try:
+                    return self._engine_for(request, view, claim, now)
+                except (InvalidRunInputError, UnrunnablePlanError) as exc:
+                    problem = exc.message
+        known = view or request.plan
+        digest = request.plan_ref.digest if request.plan_ref is not None else ""
+        return RunEngine.refuse(
+            run_id,
+            digest or (known.digest if known is not None else ""),
+            DeviationAbort(detail=problem or "the run was refused"),
+            now,
+            entry=_entry_of(known),
+        )
+
+    def _problem(self, request: PlanRunInput, loaded: RawPlanView | str, run_id: str) -> str | None:
+        plan_id = request.plan_id or ""
+        if run_id != workflow_id_for(plan_id):
+            return (
+                f"this execution's workflow id is {run_id!r}, but plan {plan_id!r} runs only "
+                f"as {workflow_id_for(plan_id)!r}; a plan's one run has one id"
+            )
+        if isinstance(loaded, str):
+            return loaded
+        return deviation(loaded, request.approval, self._digest(request, loaded))
+
+    async def _signature_refusal(self, request: PlanRunInput) -> str | None:
+        """Why the approval's signature is refused, when this worker verifies signatures.
+
+        The check needs key material, which lives on the worker, so it runs in a local
+        activity (``plan.verify_approval``), once, at the start of the first segment.
+        """
+        if APPROVAL_SIGNATURES not in workflow.extern_functions():
+            return None
+        refusal: str = await workflow.execute_local_activity(
+            "plan.verify_approval",
+            request.approval,
+            result_type=str,
+            start_to_close_timeout=_LOCAL_TIMEOUT,
+        )
+        return refusal or None
+
+    async def _claim(
+        self, request: PlanRunInput, view: RawPlanView, execution: str
+    ) -> ClaimResponse:
+        return await workflow.execute_local_activity(
+            "plan.claim",
+            ClaimRequest(
+                plan_id=view.plan_id,
+                digest=self._digest(request, view),
+                run_id=workflow.info().workflow_id,
+                execution=execution,
+                resume=request.resume,
+            ),
+            result_type=ClaimResponse,
+            summary="claim the plan's one run",
+            start_to_close_timeout=_LOCAL_TIMEOUT,
+        )
+
+    @staticmethod
+    def _claim_refusal(claim: ClaimResponse) -> str:
+        if claim.reason == "run_already_claimed":
+            return (
+                "the plan's one run is already claimed by another execution"
+                + (f" ({claim.existing_run_id})" if claim.existing_run_id else "")
+                + "; a plan runs at most once: clone it to run its content again"
+            )
+        return f"the plan store refused the run claim ({claim.reason})"
+
+    def _engine_for(
+        self, request: PlanRunInput, view: RawPlanView, claim: ClaimResponse, now: str
+    ) -> RunEngine:
+        window = request.settings.max_in_flight
+        run_id = workflow.info().workflow_id
+        if not request.resume:
+            return RunEngine.start(view, run_id, request.run_input, now, max_in_flight=window)
+        load = workflow.extern_functions().get(LOAD_LOG)
+        if load is None:
+            raise UnrunnablePlanError(
+                "this worker has no plan store to read the run's log from; start it with --store"
+            )
+        previous: list[LogEntry] = load(view.plan_id, run_id, claim.log_length)
+        self._offset = self._mirrored = len(previous)
+        self._counts = _counts(previous)
+        return RunEngine.resume(
+            view,
+            previous,
+            reopen=True,
+            run_input=request.run_input,
+            at=now,
+            max_in_flight=window,
+        )
+
+    def _continuation(
+        self, request: PlanRunInput, view: RawPlanView, checkpoint: Any
+    ) -> PlanRunInput:
+        from orchestration.execution import PlanRef
+
+        return PlanRunInput(
+            plan_ref=PlanRef(plan_id=view.plan_id, digest=self._digest(request, view)),
+            approval=request.approval,
+            run_input=request.run_input,
+            settings=request.settings,
+            continued=ContinuedRun(
+                checkpoint=checkpoint,
+                segments=self._segment,
+                entries_before=self._offset + len(self._log),
+                settled=self._counts["ok"],
+                failed=self._counts["failed"],
+                skipped=self._counts["skipped"],
+            ),
+        )
+
+    def _finish(self, request: PlanRunInput, engine: RunEngine) -> PlanRunResult:
+        if request.settings.search_attributes and self._claimed:
             workflow.upsert_search_attributes([PLAN_OUTCOME.value_set(engine.outcome)])
-        if cancelled:
-            raise asyncio.CancelledError("the run was cancelled; its log records turn_abort")
         assert engine.outcome != "running"
-        return PlanRunResult(
+        result = PlanRunResult(
             outcome=engine.outcome,
             interruption=engine.interruption,
-            events=self._offset + len(self._events),
+            events=self._offset + len(self._log),
             settled=self._counts["ok"],
             failed=self._counts["failed"],
             skipped=self._counts["skipped"],
             segments=self._segment,
         )
+        if self._cancelled:
+            raise asyncio.CancelledError("the run was cancelled; its log records turn_abort")
+        if engine.outcome == "completed":
+            return result
+        raise ApplicationError(
+            f"the run {engine.outcome}: {_describe(engine.interruption)}",
+            result.model_dump(mode="json", by_alias=True),
+            type=engine.outcome,
+            non_retryable=True,
+        )
 
-    def _now(self) -> str:
-        return _iso(workflow.now())
+    # -- the log -------------------------------------------------------------------------------
 
-    def _begin(self, run: PlanRunInput) -> RunEngine:
-        view, at = run.plan, self._now()
-        run_id = workflow.info().workflow_id
-        window = run.settings.max_in_flight
-        if run.continued is not None:
-            carried = run.continued
-            self._offset = carried.events_before
-            self._segment = carried.segments + 1
-            self._counts = {
-                "ok": carried.settled,
-                "failed": carried.failed,
-                "skipped": carried.skipped,
-            }
-            return RunEngine.resume(
-                view,
-                [carried.run_started, carried.snapshot],
-                steps=carried.steps,
-                at=at,
-                max_in_flight=window,
+    def _record(self, entries: list[LogEntry]) -> None:
+        if not entries:
+            return
+        meter = workflow.metric_meter()
+        for entry in entries:
+            if type(entry) is LogSettle:
+                self._counts[entry.status] += 1
+                meter.create_counter("plan_nodes_settled").add(1, {"status": entry.status})
+            elif type(entry) is LogEnd:
+                meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})
+        self._log.extend(entries)
+        engine = self._engine
+        if engine is not None and engine.halted:
+            workflow.set_current_details(
+                f"waiting for an operator: {', '.join(engine.halted)} halted "
+                "(`orch run resolve PLAN FRAME retry|skip|abort`)"
             )
-        problem = deviation(run) or self._signature_refusal
-        if problem is not None:
-            return RunEngine.refuse(view, run_id, DeviationAbort(detail=problem), at)
-        try:
-            return RunEngine.start(view, run_id, run.run_input, at, max_in_flight=window)
-        except (InvalidRunInputError, UnrunnablePlanError) as exc:
-            return RunEngine.refuse(view, run_id, DeviationAbort(detail=exc.message), at)
 
-    def _absorb(self) -> None:
-        assert self._engine is not None
-        for event in self._engine.drain_events():
-            _count(event)
-            if isinstance(event, NodeSettled):
-                self._counts[event.outcome.status] += 1
-            self._events.append(event)
-
-    def _has_news(self) -> bool:
-        engine = self._engine
-        assert engine is not None
-        return bool(
-            self._completions
-            or (self._stop is not None and engine.stopping is None)
-            or any(key in engine.halted for key in self._decisions)
-        )
-
-    # -- continue-as-new --------------------------------------------------------------------
-
-    def _should_continue_as_new(self, run: PlanRunInput) -> bool:
-        info = workflow.info()
-        limit = run.settings.continue_as_new_after_events
-        if limit is not None and info.get_current_history_length() >= limit:
-            return True
-        return info.is_continue_as_new_suggested()
-
-    def _continuation(self, run: PlanRunInput) -> PlanRunInput:
-        engine = self._engine
-        assert engine is not None
-        snapshot = engine.snapshot(self._now())
-        self._absorb()
-        opening = self._opening(run)
-        carried = ContinuedRun(
-            run_started=opening,
-            snapshot=snapshot,
-            steps=engine.steps,
-            segments=self._segment,
-            events_before=self._offset + len(self._events),
-            settled=self._counts["ok"],
-            failed=self._counts["failed"],
-            skipped=self._counts["skipped"],
-        )
-        return run.model_copy(update={"continued": carried})
-
-    def _opening(self, run: PlanRunInput) -> RunStarted:
-        if run.continued is not None:
-            return run.continued.run_started
-        first = self._events[0]
-        assert isinstance(first, RunStarted)
-        return first
-
-    # -- dispatch -----------------------------------------------------------------------------
-
-    def _launch(self, dispatch: Dispatch, run: PlanRunInput) -> None:
-        async def execute() -> None:
-            result = await self._execute(dispatch, run)
-            self._completions.append((dispatch.key, result))
-
-        asyncio.create_task(execute())  # noqa: RUF006 - the engine tracks every frame in flight
-
-    async def _execute(self, d: Dispatch, run: PlanRunInput) -> SettleResult | _Indeterminate:
-        node = d.node
-        if isinstance(node, CallNode):
-            return await self._call(d, node, run)
-        if isinstance(node, BranchNode | SelectNode):
-            return await self._decide(d, node)
-        if isinstance(node, ReasonNode | TransformNode):
-            return await self._reason_or_transform(d, node, run)
-        return Failed(
-            name="node_kind_unavailable",
-            message=f"{node.kind} nodes are not executed by this worker version",
-        )
-
-    async def _call(
-        self, d: Dispatch, node: CallNode, run: PlanRunInput
-    ) -> SettleResult | _Indeterminate:
-        definition = node.definition
-        settings = run.settings
-        request = CallRequest(
-            plan_id=run.plan.plan_id,
-            run_id=workflow.info().workflow_id,
-            node_id=node.id,
-            frame_key=d.key,
-            tool=definition.tool,
-            args=dict(d.args or {}),
-            output=definition.output,
-            authority=definition.authority,
-            approved_authority=run.approval.authority_set,
-        )
-        try:
-            response = await workflow.execute_activity(
-                "plan.call",
-                request,
-                result_type=CallResponse,
-                **_activity_options(
-                    d, settings, f"{node.id} · {definition.tool}", bool(definition.replay_safe)
+    async def _mirror(self, *, everything: bool = False) -> None:
+        """Write the log's unmirrored tail into the plan store (only a claimed run's)."""
+        if not self._claimed:
+            return
+        total = self._offset + len(self._log)
+        if not everything and total - self._mirrored < _MIRROR_EVERY:
+            return
+        while self._mirrored < total:
+            start = self._mirrored
+            chunk = self._log[start - self._offset : start - self._offset + _MIRROR_CHUNK]
+            await workflow.execute_local_activity(
+                "plan.mirror",
+                MirrorRequest(
+                    plan_id=self._plan_id,
+                    run_id=workflow.info().workflow_id,
+                    start=start,
+                    entries=tuple(chunk),
                 ),
+                summary=f"log entries {start}–{start + len(chunk) - 1} to the plan store",
+                start_to_close_timeout=_LOCAL_TIMEOUT,
             )
-        except ActivityError as exc:
-            return _call_failure(exc)
-        return Succeeded(items=response.items, artifact=response.artifact)
+            self._mirrored = start + len(chunk)
 
-    async def _reason_or_transform(
-        self, d: Dispatch, node: ReasonNode | TransformNode, run: PlanRunInput
-    ) -> SettleResult:
-        settings, plan_id, run_id = run.settings, run.plan.plan_id, workflow.info().workflow_id
-        request: ReasonRequest | TransformRequest
-        result_type: type[ReasonResponse] | type[TransformResponse]
-        if isinstance(node, ReasonNode):
-            activity, result_type = "plan.reason", ReasonResponse
-            request = ReasonRequest(
-                plan_id=plan_id,
-                run_id=run_id,
-                node_id=node.id,
-                frame_key=d.key,
-                prompt=d.prompt,
-                output_schema=node.definition.output_schema,
-                max_attempts=max(1, node.definition.max_attempts),
-            )
-        else:
-            assert d.source is not None
-            source = run.plan.node(node.definition.source.node)
-            activity, result_type = "plan.transform", TransformResponse
-            request = TransformRequest(
-                plan_id=plan_id,
-                run_id=run_id,
-                node_id=node.id,
-                frame_key=d.key,
-                source=d.source,
-                source_tool=source.definition.tool if isinstance(source, CallNode) else None,
-                steps=node.definition.steps,
-                emit=node.definition.emit,
-                output=node.definition.output,
-            )
-        try:
-            response = await workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                **_activity_options(d, settings, f"{node.id} · {node.kind}", True),
-            )
-        except ActivityError as exc:
-            return _node_failure(exc)
-        return Succeeded(items=response.items)
+    # -- operator surface ------------------------------------------------------------------
 
-    async def _decide(self, d: Dispatch, node: BranchNode | SelectNode) -> SettleResult:
-        assert d.context is not None
-        cell = _CELLS.get(node.definition.evaluator)
-        if cell is None:
-            return await self._decide_locally(d, node)
-        try:
-            if isinstance(cell, ExplainingEvaluator):
-                judgement = await cell.judge(node, d.context)
-                return Decided(verdict=judgement.verdict, evidence=judgement.evidence)
-            verdict = await cell.evaluate(node, d.context)
-        except Exception as exc:  # noqa: BLE001 - a raising cell is a predicate failure
-            return Failed.of(exc, kind="predicate")
-        return Decided(verdict=verdict)
-
-    async def _decide_locally(self, d: Dispatch, node: BranchNode | SelectNode) -> SettleResult:
-        assert d.context is not None
-        try:
-            response = await workflow.execute_local_activity(
-                "plan.evaluate",
-                EvaluateRequest(node=node, frame=d.frame, outputs=d.context.outputs),
-                result_type=EvaluateResponse,
-                activity_id=activity_id_for(d.key, d.attempt),
-                summary=f"{node.id} · {node.definition.evaluator}",
-                start_to_close_timeout=_EVALUATE_TIMEOUT,
-                retry_policy=RetryPolicy(maximum_attempts=3),
-            )
-        except ActivityError as exc:
-            failed = _node_failure(exc)
-            return Failed(name=failed.name, message=failed.message, kind="predicate")
-        verdict = (
-            BranchVerdict(matched=response.matched)
-            if response.kind == "branch"
-            else SelectVerdict(case_label=response.case_label)
-        )
-        return Decided(verdict=verdict, evidence=response.evidence)
-
-    # -- settlements and decisions -------------------------------------------------------------
-
-    def _settle_completions(self, run: PlanRunInput) -> None:
-        engine = self._engine
-        assert engine is not None
-        while self._completions:
-            key, result = self._completions.pop(0)
-            if isinstance(result, _Indeterminate):
-                self._indeterminate(key, result, run)
-            else:
-                engine.settle(key, result, self._now())
-
-    def _indeterminate(self, key: str, result: _Indeterminate, run: PlanRunInput) -> None:
-        engine = self._engine
-        assert engine is not None
-        node = run.plan.node(key.split(":", 1)[0])
-        assert node is not None
-        _count(result)
-        action = indeterminate_action(node)
-        if action == "skip":
-            engine.settle(key, Skipped(), self._now())
-        elif action == "retry":
-            # Temporal's retry policy already repeated it; every attempt timed out.
-            engine.settle(
-                key,
-                Failed(name="indeterminate", message=f"every attempt timed out: {result.detail}"),
-                self._now(),
-            )
-        else:
-            engine.interrupt_frame(key, ProcessDeath(), self._now())
-
-    def _apply_decisions(self, run: PlanRunInput) -> None:
-        engine = self._engine
-        assert engine is not None
-        for key in list(self._decisions):
-            if key not in engine.halted:
-                continue
-            decision = self._decisions.pop(key)
-            at = self._now()
-            if decision.decision == "retry":
-                self._launch(engine.retry(key, at), run)
-            elif decision.decision == "skip":
-                engine.settle(key, Skipped(), at)
-            else:
-                engine.stop(OperatorStop(), at)
-
-    # -- operator surface ----------------------------------------------------------------------
-
-    @workflow.signal
+    @workflow.signal(
+        description="Stop gracefully: nothing new starts, calls in flight settle, "
+        "the run ends aborted with operator_stop."
+    )
     def stop(self, reason: str = "") -> None:
         """Stop gracefully: nothing new starts, calls in flight settle, the run is aborted."""
-        self._stop = self._stop or OperatorStop()
+        from orchestration.types import OperatorStop
 
-    @workflow.update
+        if self._inbox.stop is None:
+            self._inbox.stop = OperatorStop()
+
+    @workflow.update(
+        description="Answer a halted call (a lost, non-replay-safe call): retry, skip or abort."
+    )
     def resolve(self, decision: ResolveDecision) -> str:
         """Answer a halted indeterminate call: ``retry``, ``skip`` or ``abort``."""
-        self._decisions[decision.frame_key] = decision
+        self._inbox.decide(decision.frame_key, decision.decision)
         return f"{decision.decision} recorded for {decision.frame_key}"
 
     @resolve.validator
@@ -514,43 +633,38 @@ class PlanRun:
                 type="not_halted",
             )
 
-    @workflow.query
-    def events(self, since: int = 0, limit: int = _PAGE_LIMIT) -> EventPage:
-        """Run events from global index ``since`` (this execution's segment), at most ``limit``."""
+    @workflow.query(
+        description="Compact log entries from global index `since` (this "
+        "execution's; earlier ones are in the plan store), at most `limit`."
+    )
+    def events(self, since: int = 0, limit: int = _PAGE_LIMIT) -> LogPage:
+        """Log entries from global index ``since`` of this execution's segment, page by size."""
         start = max(0, since - self._offset)
         limit = max(1, min(limit, _PAGE_LIMIT))
-        page: list[RunEvent] = []
+        page: list[LogEntry] = []
         size = 0
-        for event in self._events[start : start + limit]:
-            # edge_taken carries branch-local tables, so events vary widely in size: cut the
-            # page by its encoded size too, well under Temporal's 2 MiB query-result limit.
-            size += len(event.model_dump_json())
+        for entry in self._log[start : start + limit]:
+            size += len(entry.model_dump_json())
             if page and size > _PAGE_BYTES:
                 break
-            page.append(event)
-        total = self._offset + len(self._events)
-        return EventPage(
-            events=tuple(page),
+            page.append(entry)
+        return LogPage(
+            entries=tuple(page),
             next=self._offset + start + len(page),
-            total=total,
+            total=self._offset + len(self._log),
             segment_offset=self._offset,
             done=self._engine is not None and self._engine.done,
         )
 
-    @workflow.query
-    def projection(self) -> RunProjection:
-        """The engine's projection of the run (its frontier and statuses, live)."""
-        assert self._engine is not None
-        return self._engine.projection()
-
-    @workflow.query
+    @workflow.query(description="A small headline: outcome, counts, frames in flight and halted.")
     def status(self) -> RunStatus:
         """A small headline: outcome, counts, frames in flight and halted."""
         engine = self._engine
-        assert engine is not None
+        if engine is None:
+            return RunStatus(outcome="running", events=0, steps=0)
         return RunStatus(
             outcome=engine.outcome,
-            events=self._offset + len(self._events),
+            events=self._offset + len(self._log),
             steps=engine.steps,
             in_flight=engine.in_flight,
             halted=engine.halted,
@@ -559,77 +673,23 @@ class PlanRun:
         )
 
 
-def _count(fact: RunEvent | _Indeterminate) -> None:
-    """Count a log event or an indeterminate frame on the worker's metrics.
-
-    ``workflow.metric_meter()`` records nothing while a workflow task replays, so each fact is
-    counted once however often history is replayed: ``plan_nodes_started`` (by ``kind``),
-    ``plan_nodes_settled`` (by ``kind`` and ``status``), ``plan_runs_settled`` (by
-    ``outcome``) and ``plan_indeterminate_frames``.
-    """
-    meter = workflow.metric_meter()
-    if isinstance(fact, NodeEntered):
-        meter.create_counter("plan_nodes_started").add(1, {"kind": fact.frame.kind})
-    elif isinstance(fact, NodeSettled):
-        attributes = {"kind": fact.frame.kind, "status": fact.outcome.status}
-        meter.create_counter("plan_nodes_settled").add(1, attributes)
-    elif isinstance(fact, RunSettled):
-        meter.create_counter("plan_runs_settled").add(1, {"outcome": fact.outcome})
-    elif isinstance(fact, _Indeterminate):
-        meter.create_counter("plan_indeterminate_frames").add(1)
+def _describe(cause: InterruptionCause | None) -> str:
+    if cause is None:
+        return "no cause recorded"
+    facts = cause.model_dump(exclude={"kind"})
+    detail = ", ".join(f"{k}={v}" for k, v in facts.items())
+    return f"{cause.kind}" + (f" ({detail})" if detail else "")
 
 
-def _node_failure(exc: ActivityError) -> Failed:
-    """A reason, transform or cell activity's failure.
-
-    A timeout is a plain failure here: these activities have no side effect, so an unknown
-    outcome is simply no outcome.
-    """
-    cause = exc.cause
-    if isinstance(cause, ApplicationError):
-        name = cause.type or "ApplicationError"
-        if name == "output_schema_violation":
-            return Failed(name=name, message=cause.message, kind="output_schema")
-        return Failed(name=name, message=cause.message)
-    name = type(cause).__name__ if cause else "ActivityError"
-    return Failed(name=name, message=str(cause or exc))
+def _counts(log: list[LogEntry]) -> dict[str, int]:
+    counts = {"ok": 0, "failed": 0, "skipped": 0}
+    for entry in log:
+        if type(entry) is LogSettle:
+            counts[entry.status] += 1
+    return counts
 
 
-def _activity_options(
-    d: Dispatch, settings: RunSettings, summary: str, retryable: bool
-) -> dict[str, Any]:
-    """Options of a node's activity: a frame-derived id, its summary, timeouts and retries.
-
-    Only replay-safe work is retried; anything else gets one attempt, so a timeout after it
-    started is the indeterminate case rather than a silent repeat.
-    """
-    retry = settings.retry
-    return {
-        "activity_id": activity_id_for(d.key, d.attempt),
-        "summary": summary,
-        "task_queue": settings.task_queue,
-        "start_to_close_timeout": timedelta(seconds=settings.start_to_close_seconds),
-        "heartbeat_timeout": (
-            None
-            if settings.heartbeat_seconds is None
-            else timedelta(seconds=settings.heartbeat_seconds)
-        ),
-        "retry_policy": RetryPolicy(
-            maximum_attempts=retry.maximum_attempts if retryable else 1,
-            initial_interval=timedelta(seconds=retry.initial_interval_seconds),
-            backoff_coefficient=retry.backoff_coefficient,
-            maximum_interval=timedelta(seconds=retry.maximum_interval_seconds),
-            non_retryable_error_types=["PayloadsTooLarge"],
-        ),
-    }
-
-
-def _call_failure(exc: ActivityError) -> SettleResult | _Indeterminate:
-    cause = exc.cause
-    if isinstance(cause, TimeoutError) and cause.type in _INDETERMINATE_TIMEOUTS:
-        return _Indeterminate(detail=str(cause))
-    if isinstance(cause, ApplicationError):
-        return Failed(name=cause.type or "ApplicationError", message=cause.message)
-    return Failed(
-        name=type(cause).__name__ if cause else "ActivityError", message=str(cause or exc)
-    )
+def _entry_of(view: RawPlanView | None) -> str:
+    if view is None:
+        return ""
+    return next((node.id for node in view.nodes if node.kind == "entry"), "")

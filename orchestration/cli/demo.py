@@ -288,6 +288,7 @@ def _demo(args: argparse.Namespace) -> int:
                 client,
                 task_queue="demo",
                 toolbox=TOOLBOX,
+                store=store,
                 reasoner=reasoner,
                 spool=FileSpoolStore(data / "spool"),
             )

@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from orchestration.cli.common import load_object, run_async
+from orchestration.cli.common import add_store_flag, load_object, open_store, run_async
 
 __all__ = ["register"]
 
@@ -28,6 +28,7 @@ def register(commands: Any) -> None:
     dev.add_argument("--port", type=int, default=7233)
     dev.add_argument("--ui-port", type=int, default=8233)
     dev.add_argument("--task-queue", default="plans")
+    add_store_flag(dev)
     dev.set_defaults(handler=_dev)
 
 
@@ -49,12 +50,14 @@ def _dev(args: argparse.Namespace) -> int:
             ui_port=args.ui_port,
             log_file=data / "temporal.log",
         )
+        store = open_store(args.store)
         async with server:
             client = await connect(server.address)
             worker = build_worker(
                 client,
                 task_queue=args.task_queue,
                 toolbox=toolbox,
+                store=store,
                 reasoner=reasoner_from_env(os.environ),
                 spool=FileSpoolStore(data / "spool"),
             )
@@ -70,6 +73,7 @@ def _dev(args: argparse.Namespace) -> int:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, stop.set)
                 await stop.wait()
+        await store.close()
         print("stopped")
         return 0
 

@@ -156,7 +156,11 @@ class RunDriver:
         async def attempt() -> None:
             if delay > 0:
                 await self.port.pause(delay)
-            outcome = await self.port.attempt(dispatch)
+            try:
+                outcome = await self.port.attempt(dispatch)
+            except Exception as exc:  # noqa: BLE001 - a frame must settle, never hang the run
+                kind = "predicate" if dispatch.kind in ("branch", "select") else "error"
+                outcome = Failed(type(exc).__name__, str(exc), kind)
             self._completed.append(_Completed(dispatch, outcome))
 
         task = asyncio.create_task(attempt())

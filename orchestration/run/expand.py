@@ -160,7 +160,7 @@ class LogExpander:
                 outcome = OutcomeFailed(handled=entry.handled, error=entry.error)
             else:
                 outcome = OutcomeSkipped()
-            return node_settled(ref(frame), outcome, entry.at)
+            return node_settled(ref(frame), outcome, entry.verdict, entry.at)
         if kind is LogSnapshot or kind is LogArrive:
             return self._snapshot(entry.at)  # type: ignore[union-attr]
         if kind is LogInterrupt:

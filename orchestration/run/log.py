@@ -40,6 +40,7 @@ from orchestration.types import (
     OutputItem,
     PlanNodeKind,
     RunOutcome,
+    Verdict,
     WireModel,
 )
 
@@ -108,7 +109,11 @@ class LogMerge(WireModel):
 
 
 class LogSettle(WireModel):
-    """``node_settled``: ``ok`` with the output items (and an artifact handle), or not."""
+    """``node_settled``: ``ok`` with the output items (and an artifact handle), or not.
+
+    A branch or select frame that decided carries its ``verdict`` (and the cell's evidence),
+    whether or not an edge fires for it.
+    """
 
     kind: Literal["settle"] = "settle"
     frame: int
@@ -118,6 +123,7 @@ class LogSettle(WireModel):
     handled: bool = False
     error: ErrorInfo | None = None
     attempt: int = 1
+    verdict: Verdict | None = None
     at: str
 
 

@@ -116,8 +116,10 @@ def _frame(plan: CompiledPlan, traced: _Traced) -> Frame:
     return frame
 
 
-def restore_from_log(log: Sequence[LogEntry], plan: CompiledPlan) -> RestoredRun:
-    """The engine state the log leads to.
+def restore_from_log(
+    log: Sequence[LogEntry], plan: CompiledPlan, *, reopen: bool = False
+) -> RestoredRun:
+    """The engine state the log leads to (with ``reopen``, as if it had not ended).
 
     Raises:
         MalformedRunLogError: the log does not open with ``start``, or is out of order.
@@ -126,6 +128,8 @@ def restore_from_log(log: Sequence[LogEntry], plan: CompiledPlan) -> RestoredRun
     """
     trace: LogTrace[Outputs, Artifacts] = LogTrace(ENGINE_TABLES)
     trace.feed_all(log)
+    if reopen:
+        trace.reopen()
     start = trace.start
     assert start is not None
     entry = trace.frames[0]

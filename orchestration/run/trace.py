@@ -21,7 +21,8 @@ The rules, per entry:
   merged frame: the fork frame's route plus the join segment, the union of the arrivals'
   tables.
 * ``interrupt`` with a frame halts it until it is entered again or settled; without one it is
-  the run's cause. ``end`` is the outcome.
+  the run's cause. ``end`` is the outcome. Entries after an ``end`` mean the run was resumed
+  (ruling 28): it is running again, and the earlier end and cause no longer apply.
 """
 
 from __future__ import annotations
@@ -172,6 +173,11 @@ class LogTrace(Generic[T, A]):
         self.steps = 0
         self.next_frame = 0
 
+    def reopen(self) -> None:
+        """Set the run's end and run-wide cause aside: the run goes on (a resume)."""
+        self.outcome = "running"
+        self.cause = None
+
     def frame(self, number: int) -> TracedFrame[T, A]:
         """The frame numbered ``number``.
 
@@ -205,6 +211,9 @@ class LogTrace(Generic[T, A]):
             raise MalformedRunLogError(
                 "foldRun: malformed event list; first event must be run_started"
             )
+        if self.outcome != "running" and kind is not LogEnd and kind is not LogInterrupt:
+            # Entries after the end: the run was resumed, and goes on until its next end.
+            self.reopen()
         if kind is LogEnter:
             assert isinstance(entry, LogEnter)
             frame = self.frame(entry.frame)

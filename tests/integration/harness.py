@@ -1,4 +1,4 @@
-"""Shared pieces of the Temporal integration tests: tools, plan runs, replay checks."""
+"""Shared pieces of the Temporal integration tests: tools, approved plans, waits, replay."""
 
 from __future__ import annotations
 
@@ -7,25 +7,24 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
 
-from orchestration.approval import approval_record
-from orchestration.engine import Failed
 from orchestration.execution import (
-    EventPage,
-    PlanRunInput,
+    LogPage,
     PlanRunResult,
     RetrySettings,
     RunSettings,
+    workflow_id_for,
 )
-from orchestration.testing import FakeToolbox, run_in_process
+from orchestration.run.expand import expand_log
+from orchestration.store.base import PlanStore
+from orchestration.testing import approve_into
 from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import RawPlanView, RunEvent
-from workers.worker import sandbox_runner
-from workflows.plan_run import PlanRun
-from workflows.runlog import events_from_history
+from tests.support.hosts import replay_all
+from workers.runs import TemporalRuns
+from workflows.runlog import log_from_history
 
 FAST_RETRY = RunSettings(
     retry=RetrySettings(initial_interval_seconds=0.05, maximum_interval_seconds=0.2)
@@ -34,7 +33,7 @@ FAST_RETRY = RunSettings(
 
 
 def make_toolbox() -> Toolbox:
-    """Real tools whose behaviour the fake toolbox below mirrors exactly."""
+    """A few real tools the integration tests call."""
     tools = Toolbox()
 
     @tools.tool("upper")
@@ -61,53 +60,40 @@ def make_toolbox() -> Toolbox:
     return tools
 
 
-def mirror_toolbox() -> FakeToolbox:
-    """The in-process doubles of :func:`make_toolbox`'s tools."""
-
-    def stamp(d: Any) -> dict[str, Any]:
-        return {"value": d.node.id, "n": len(d.args or {})}
-
-    return FakeToolbox(
-        tools={
-            "upper": lambda d: {"value": d.args["s"].upper()},
-            "stamp": stamp,
-            "count": lambda d: {"n": d.args["n"]},
-            "boom": Failed(name="tool_failed", message="RuntimeError: boom"),
-            "slow": lambda d: {"value": d.node.id, "n": 0},
-        }
-    )
-
-
-def strip_times(events: list[RunEvent]) -> list[dict[str, Any]]:
-    """Events as JSON dicts without their ``at`` stamps (the only field clocks decide)."""
-    return [e.model_dump(mode="json", exclude={"at"}) for e in events]
+def unique_plan_id(prefix: str) -> str:
+    """A plan id no other test uses (workflow ids are unique per server)."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 async def start_run(
     client: Client,
     task_queue: str,
+    store: PlanStore,
     view: RawPlanView,
     run_input: Mapping[str, Any],
     *,
     settings: RunSettings | None = None,
-    approval_view: RawPlanView | None = None,
-) -> WorkflowHandle[Any, PlanRunResult]:
-    """Start PlanRun directly (as any Temporal client could) with an approval of the view."""
-    approval = approval_record(approval_view or view, "tester", "2026-01-01T00:00:00Z")
-    return await client.start_workflow(
-        "PlanRun",
-        PlanRunInput(
-            plan=view, approval=approval, run_input=dict(run_input), settings=settings or FAST_RETRY
-        ),
-        id=f"plan/{view.plan_id}",
-        task_queue=task_queue,
-        result_type=PlanRunResult,
-    )
+) -> tuple[WorkflowHandle[Any, PlanRunResult], RawPlanView]:
+    """Approve the plan into ``store`` and start its run as a client would; the stored view."""
+    stored = await approve_into(store, view)
+    runs = TemporalRuns(client, store, task_queue=task_queue, settings=settings or FAST_RETRY)
+    handle = await runs.start(stored.plan_id, dict(run_input))
+    return handle, stored
 
 
-def unique_plan_id(prefix: str) -> str:
-    """A plan id no other test uses (workflow ids are unique per server)."""
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+async def wait_closed(client: Client, workflow_id: str, timeout: float = 30.0) -> Any:
+    """Wait until the workflow's latest execution is closed; its status."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            description = await client.get_workflow_handle(workflow_id).describe()
+        except RPCError:
+            description = None
+        if description is not None and description.status != WorkflowExecutionStatus.RUNNING:
+            return description.status
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{workflow_id} did not close within {timeout} s")
+        await asyncio.sleep(0.1)
 
 
 async def wait_until_entered(
@@ -120,31 +106,24 @@ async def wait_until_entered(
     """
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
-        page = await handle.query("events", args=[0, 500], result_type=EventPage)
-        if any(
-            e.kind == "node_entered" and e.frame.node_id == node_id  # type: ignore[union-attr]
-            for e in page.events
-        ):
+        page = await handle.query("events", args=[0, 2000], result_type=LogPage)
+        events = expand_log(page.entries) if page.segment_offset == 0 else []
+        if any(e.kind == "node_entered" and e.frame.node_id == node_id for e in events):
             return
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{node_id} was not entered within {timeout} s")
         await asyncio.sleep(0.05)
 
 
-async def replay(handle: WorkflowHandle[Any, Any]) -> list[RunEvent]:
-    """Replay the run's history in the real sandbox (nondeterminism fails), then rebuild its log."""
+async def replay(
+    client: Client, plan_id: str, store: PlanStore
+) -> list[RunEvent]:
+    """Replay the run's executions in the real sandbox (nondeterminism fails); its log rebuilt."""
+    await replay_all(client, plan_id, store)
+    handle = client.get_workflow_handle(workflow_id_for(plan_id))
     history = await handle.fetch_history()
-    await Replayer(
-        workflows=[PlanRun],
-        data_converter=pydantic_data_converter,
-        workflow_runner=sandbox_runner(),
-    ).replay_workflow(history)
-    return await events_from_history(history)
-
-
-async def driver_events(view: RawPlanView, run_input: Mapping[str, Any]) -> list[RunEvent]:
-    """The in-process driver's log for the same plan, run id and tool behaviour."""
-    events, _ = await run_in_process(
-        view, run_input, mirror_toolbox(), run_id=f"plan/{view.plan_id}", max_in_flight=1
+    return expand_log(
+        await log_from_history(history, store=store, data_converter=client.data_converter)
     )
-    return events
+
+

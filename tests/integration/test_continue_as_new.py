@@ -1,91 +1,142 @@
-"""A run longer than one history segment continues as new and its full log still folds right."""
+"""Runs longer than one history: continue-as-new carries a small checkpoint, never the plan.
+
+A 5,000-node chain and a 5,000-wide fan-out (bounds raised) complete on the dev server through
+continue-as-new; every continued execution's input is asserted small (the plan travels by
+reference, the frontier as a checkpoint); the log equals the in-process host's for the same
+plan; and every execution's history replays.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
 from orchestration.encoding import NodeRef
 from orchestration.execution import RunSettings
-from orchestration.runs import fold_run
-from orchestration.testing import PlanSketch, run_in_process
-from orchestration.types import NumberField, StringField
+from orchestration.run.host import InProcessRuns
+from orchestration.run.work import FrameWork
+from orchestration.store.sqlite import SqlitePlanStore
+from orchestration.testing import PlanSketch, approve_into
+from orchestration.toolbox import Toolbox
+from orchestration.types import RawPlanView, StringField
+from tests.support.hosts import replay_all, strip_times
 from workers.runs import TemporalRuns
 from workers.worker import build_worker
-from workflows.runlog import events_from_history
 
-from .harness import make_toolbox, mirror_toolbox, start_run, unique_plan_id
+from .harness import unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
+CHECKPOINT_LIMIT = 256 * 1024
+"""The most a continued execution's input may hold beyond the frontier's own outputs."""
 
-async def test_long_chain_spans_segments(client: Client, task_queue: str) -> None:
-    """Forced continue-as-new every ~200 history events: outputs and statuses match the driver."""
-    sketch = PlanSketch(unique_plan_id("long"), max_concurrent_frames=4).entry(
-        StringField(path="s")
-    )
+
+def tools() -> Toolbox:
+    box = Toolbox()
+
+    @box.tool("echo", short=True)
+    def echo(v: str = "") -> dict[str, str]:
+        return {"value": v or "x"}
+
+    return box
+
+
+def chain(plan_id: str, n: int) -> RawPlanView:
+    sketch = PlanSketch(
+        plan_id, max_nodes=n + 10, max_edges=n + 10, max_steps=n + 10, max_concurrent_frames=4
+    ).entry(StringField(path="s"))
     previous = "entry"
-    for i in range(60):
+    for i in range(n):
         node = f"n{i}"
         sketch.call(
             node,
-            "stamp",
-            args={"prev": NodeRef(previous, path="value" if i else "s")},
-            output=[StringField(path="value"), NumberField(path="n")],
+            "echo",
+            args={"v": NodeRef(previous, path="value" if i else "s")},
+            output=[StringField(path="value")],
         )
         sketch.edge(previous, node)
         previous = node
-    view = sketch.view()
-    settings = RunSettings(continue_as_new_after_events=200)
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
-        handle = await start_run(client, task_queue, view, {"s": "x"}, settings=settings)
-        result = await handle.result()
-    assert result.outcome == "completed" and result.segments >= 2 and result.settled == 61
-    runs = TemporalRuns(client, None, task_queue=task_queue)  # type: ignore[arg-type]
-    log = await runs.read_log(view.plan_id)
-    assert [e.kind for e in log].count("run_started") == 1
-    assert [e.kind for e in log].count("run_settled") == 1
-    assert len(log) == result.events
-    folded = fold_run(log)
-    _, expected = await run_in_process(
-        view, {"s": "x"}, mirror_toolbox(), run_id=f"plan/{view.plan_id}"
-    )
-    assert folded.outputs == expected.outputs
-    assert folded.frame_status == expected.frame_status
-    assert folded.outcome == expected.outcome == "completed"
-    # every execution of the chain replays on the current code
-    executions = [h async for _, h in runs._executions(f"plan/{view.plan_id}")]  # noqa: SLF001
-    assert len(executions) == result.segments
-    for history in executions:
-        await events_from_history(history)
+    return sketch.view()
 
 
-async def test_three_thousand_calls_continue_as_new_when_suggested(
-    client: Client, task_queue: str
-) -> None:
-    """3,000 call nodes (raised bounds) outgrow one history; the server's suggestion splits it."""
-    n = 3000
+def fan_out(plan_id: str, n: int) -> RawPlanView:
     sketch = PlanSketch(
-        unique_plan_id("wide"),
-        max_nodes=n + 10,
-        max_edges=n + 10,
-        max_steps=n + 10,
-        max_concurrent_frames=300,
+        plan_id, max_nodes=n + 10, max_edges=n + 10, max_steps=n + 10, max_concurrent_frames=500
     ).entry(StringField(path="s"))
     for i in range(n):
-        sketch.call(f"c{i}", "stamp", output=[StringField(path="value"), NumberField(path="n")])
+        sketch.call(f"c{i}", "echo", output=[StringField(path="value")])
         sketch.edge("entry", f"c{i}")
-    view = sketch.view()
+    return sketch.view()
+
+
+async def _continued_inputs(client: Client, plan_id: str) -> list[int]:
+    """The encoded input size of every execution of the run's chain after the first."""
+    sizes: list[int] = []
+    run_id: str | None = None
+    while True:
+        handle = client.get_workflow_handle(f"plan/{plan_id}", run_id=run_id)
+        history = await handle.fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        size = sum(len(p.data) for p in started.input.payloads)
+        run_id = started.continued_execution_run_id
+        if not run_id:
+            return sizes
+        sizes.append(size)
+
+
+async def _run_on_both(
+    client: Client, task_queue: str, tmp_path: Path, view: RawPlanView, settings: RunSettings
+) -> None:
+    temporal_store = SqlitePlanStore(tmp_path / "temporal.sqlite3")
+    local_store = SqlitePlanStore(tmp_path / "local.sqlite3")
+    await approve_into(temporal_store, view)
+    await approve_into(local_store, view)
     async with build_worker(
-        client, task_queue=task_queue, toolbox=make_toolbox(), max_concurrent_activities=300
+        client,
+        task_queue=task_queue,
+        toolbox=tools(),
+        store=temporal_store,
+        max_concurrent_activities=500,
     ):
-        handle = await start_run(client, task_queue, view, {"s": "x"})
+        runs = TemporalRuns(client, temporal_store, task_queue=task_queue, settings=settings)
+        handle = await runs.start(view.plan_id, {"s": "x"})
         result = await handle.result()
-    assert result.outcome == "completed" and result.settled == n + 1
-    assert result.segments >= 2
-    runs = TemporalRuns(client, None, task_queue=task_queue)  # type: ignore[arg-type]
-    log = await runs.read_log(view.plan_id)
-    folded = fold_run(log)
-    assert folded.outcome == "completed"
-    assert sum(1 for status in folded.frame_status.values() if status == "done") == n + 1
-    assert len(folded.outputs) == n + 1
+        remote = await runs.read_log(view.plan_id)
+    assert result.outcome == "completed" and result.segments >= 2, result
+    sizes = await _continued_inputs(client, view.plan_id)
+    assert sizes and max(sizes) < CHECKPOINT_LIMIT, sizes
+    local_runs = InProcessRuns(local_store, FrameWork(tools()), settings=settings)
+    local = await local_runs.execute(view.plan_id, {"s": "x"})
+    assert local.outcome == "completed"
+    local_log = await local_store.read_run_log(view.plan_id)
+    # The Temporal log has a snapshot where each execution began; otherwise it is the same.
+    assert [e for e in strip_times(remote) if e["kind"] != "snapshot"] == [
+        e for e in strip_times(local_log) if e["kind"] != "snapshot"
+    ]
+    await replay_all(client, view.plan_id, temporal_store)
+    await temporal_store.close()
+    await local_store.close()
+
+
+@pytest.mark.slow
+async def test_a_five_thousand_node_chain_completes_through_continue_as_new(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """5,000 calls in a chain, each reading the last: small checkpoints, the in-process log."""
+    settings = RunSettings(max_in_flight=1, search_attributes=False)
+    await _run_on_both(
+        client, task_queue, tmp_path, chain(unique_plan_id("chain"), 5000), settings
+    )
+
+
+@pytest.mark.slow
+async def test_a_five_thousand_wide_fan_out_completes_through_continue_as_new(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """5,000 calls off one entry: the window stays under the pending-activity wedge."""
+    settings = RunSettings(max_in_flight=1, search_attributes=False)
+    await _run_on_both(
+        client, task_queue, tmp_path, fan_out(unique_plan_id("wide"), 5000), settings
+    )

@@ -10,10 +10,12 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from orchestration.run.expand import expand_log
 from orchestration.runs import fold_run
 from workers.worker import sandbox_runner
+from workflows.externs import RunServices
 from workflows.plan_run import PlanRun
-from workflows.runlog import events_from_history
+from workflows.runlog import log_from_history
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "histories").glob("*.json"))
 
@@ -31,8 +33,9 @@ async def test_recorded_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(document["workflowId"], document["history"])
     await Replayer(
         workflows=[PlanRun],
+        interceptors=[RunServices(None)],
         data_converter=pydantic_data_converter,
         workflow_runner=sandbox_runner(),
     ).replay_workflow(history)
-    events = await events_from_history(history)
-    assert fold_run(events).outcome == document["outcome"]
+    log = await log_from_history(history)
+    assert fold_run(expand_log(log)).outcome == document["outcome"]

@@ -10,7 +10,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.call import CallActivities
+from activities.frames import FrameActivities
+from orchestration.run.work import FrameWork
 from orchestration.execution import CallRequest
 from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import (
@@ -42,7 +43,7 @@ def request(tool: str, args: dict[str, Any], **kw: Any) -> CallRequest:
 
 
 def run(toolbox: Toolbox, req: CallRequest) -> Any:
-    return asyncio.run(ActivityEnvironment().run(CallActivities(toolbox).run_call, req))
+    return asyncio.run(ActivityEnvironment().run(FrameActivities(FrameWork(toolbox)).call, req))
 
 
 def refusal(toolbox: Toolbox, req: CallRequest) -> ApplicationError:
@@ -90,7 +91,7 @@ def test_scope_is_enforced_by_the_tool(tmp_path: Path) -> None:
     assert (tmp_path / "ok" / "a.txt").read_text() == "hi"
     outside = ok.model_copy(update={"args": {"path": str(tmp_path / "elsewhere.txt"), "text": "x"}})
     err = refusal(TOOLBOX, outside)
-    assert err.type == "tool_failed" and err.non_retryable and "ScopeError" in err.message
+    assert err.type == "ScopeError" and err.non_retryable and str(tmp_path) in err.message
     assert not (tmp_path / "elsewhere.txt").exists()
 
 
@@ -122,16 +123,29 @@ def test_output_is_checked_against_declared_fields() -> None:
     assert err.type == "output_mismatch"
 
 
-def test_tool_exception_is_a_retryable_failure_unless_marked() -> None:
-    """A tool's own exception fails the call; retryable unless the exception says otherwise."""
+def test_a_tool_exception_is_named_by_its_class_and_marked_transient_or_not() -> None:
+    """A tool's exception fails the call with its class name and message (ruling 29).
+
+    Temporal never retries it (the run's policy does, and records every attempt); the details
+    say whether it is transient: a connection error is, a TypeError never is.
+    """
     tools = Toolbox()
 
     def boom() -> str:
         raise RuntimeError("disk on fire")
 
+    def flaky() -> str:
+        raise ConnectionError("reset by peer")
+
     tools.tool("boom")(boom)
+    tools.tool("flaky")(flaky)
     err = refusal(tools, request("boom", {}, authority=(), approved_authority=()))
-    assert err.type == "tool_failed" and not err.non_retryable and "disk on fire" in err.message
+    assert (err.type, err.message, err.non_retryable) == ("RuntimeError", "disk on fire", True)
+    assert err.details[0] == {"transient": False, "kind": "error"}
+    err = refusal(tools, request("flaky", {}, authority=(), approved_authority=()))
+    assert err.type == "ConnectionError" and err.details[0]["transient"] is True
+    err = refusal(tools, request("boom", {"unexpected": 1}, authority=(), approved_authority=()))
+    assert err.type == "TypeError" and err.details[0]["transient"] is False
 
 
 def test_context_carries_a_frame_stable_idempotency_key() -> None:

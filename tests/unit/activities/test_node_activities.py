@@ -11,10 +11,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.call import CallActivities
-from activities.evaluate import EvaluateActivities
-from activities.reason import ReasonActivities
-from activities.transform import TransformActivities
+from activities.frames import FrameActivities
+from orchestration.run.work import FrameWork
 from orchestration.artifacts import (
     ArtifactRegistry,
     FileSpoolStore,
@@ -78,7 +76,7 @@ def reason_request(**kw: Any) -> ReasonRequest:
 def test_reason_returns_the_answer_and_every_attempts_tokens() -> None:
     """The accepted arguments are the one item; usage per attempt is in the response."""
     reasoner = ScriptedReasoner({"think": [{"n": "two"}, {"n": 2}]})
-    response = run(ReasonActivities(reasoner).run_reason, reason_request())
+    response = run(FrameActivities(FrameWork(reasoner=reasoner)).reason, reason_request())
     assert [item.json_ for item in response.items] == [{"n": 2}]
     assert [a.outcome for a in response.attempts] == ["invalid", "accepted"]
     assert response.input_tokens == sum(a.input_tokens for a in response.attempts) > 0
@@ -88,30 +86,37 @@ def test_reason_returns_the_answer_and_every_attempts_tokens() -> None:
 def test_exhausted_attempts_are_a_non_retryable_schema_violation() -> None:
     """No valid answer after maxAttempts: output_schema_violation, with the attempts attached."""
     reasoner = ScriptedReasoner({"think": {"n": "x"}})
-    error = failure(ReasonActivities(reasoner).run_reason, reason_request())
+    error = failure(FrameActivities(FrameWork(reasoner=reasoner)).reason, reason_request())
     assert error.type == "output_schema_violation" and error.non_retryable
     assert "after 2 attempt(s)" in error.message and "'x' is not of type 'integer'" in error.message
-    attempts = error.details[0]
+    assert error.details[0] == {"transient": False, "kind": "output_schema"}
+    attempts = error.details[1]
     assert [a["outcome"] for a in attempts] == ["invalid", "invalid"]
 
 
 def test_no_reasoner_and_bad_schemas_are_refused() -> None:
     """A worker without a reasoner, or an unusable schema, fails the node without retrying."""
-    assert failure(ReasonActivities(None).run_reason, reason_request()).type == "no_reasoner"
+    assert (
+        failure(FrameActivities(FrameWork(reasoner=None)).reason, reason_request()).type
+        == "no_reasoner"
+    )
     bad = failure(
-        ReasonActivities(ScriptedReasoner()).run_reason,
+        FrameActivities(FrameWork(reasoner=ScriptedReasoner())).reason,
         reason_request(output_schema='{"type": "string"}'),
     )
     assert bad.type == "invalid_output_schema" and bad.non_retryable
 
 
 def test_provider_outages_stay_retryable() -> None:
-    """A reasoner that is unavailable surfaces as a retryable reasoner_unavailable."""
+    """A reasoner that is unavailable surfaces as a transient reasoner_unavailable.
+
+    Temporal does not retry it itself: the run's policy does, so every attempt is recorded.
+    """
     from orchestration.errors import ReasonerUnavailableError
 
     reasoner = ScriptedReasoner({"think": ReasonerUnavailableError("HTTP 503: overloaded", 503)})
-    error = failure(ReasonActivities(reasoner).run_reason, reason_request())
-    assert error.type == "reasoner_unavailable" and not error.non_retryable
+    error = failure(FrameActivities(FrameWork(reasoner=reasoner)).reason, reason_request())
+    assert error.type == "reasoner_unavailable" and error.details[0]["transient"] is True
 
 
 # -- transform ---------------------------------------------------------------------------------
@@ -138,9 +143,9 @@ def test_transform_reads_a_spooled_artifact(tmp_path: Path) -> None:
     """A file-spool handle is reopened through its resolver and the steps applied."""
     store = FileSpoolStore(tmp_path)
     handle = store.put(b'{"files": [{"n": 1}, {"n": 7}]}', SpooledJsonArtifact).encode()
-    activities = TransformActivities(ArtifactRegistry({"fs": store.resolver}))
+    activities = FrameActivities(FrameWork(artifacts=ArtifactRegistry({"fs": store.resolver})))
     response = run(
-        activities.run_transform,
+        activities.transform,
         transform_request(
             handle,
             [TransformStep(name="artifact_json_filter", args={"path": "$.files[?@.n > 2]"})],
@@ -155,7 +160,7 @@ def test_a_missing_resolver_fails_naming_the_tag(tmp_path: Path) -> None:
     """A handle whose tag this worker cannot resolve: E_NO_READER_RESOLVER naming the tag."""
     handle = FileSpoolStore(tmp_path, tag="vault").put(b"{}", SpooledJsonArtifact).encode()
     error = failure(
-        TransformActivities(ArtifactRegistry()).run_transform,
+        FrameActivities(FrameWork(artifacts=ArtifactRegistry())).transform,
         transform_request(handle, [TransformStep(name="artifact_json_type")]),
     )
     assert error.type == "E_NO_READER_RESOLVER" and error.non_retryable
@@ -165,9 +170,9 @@ def test_a_missing_resolver_fails_naming_the_tag(tmp_path: Path) -> None:
 def test_an_artifact_of_another_class_than_declared_is_refused() -> None:
     """A tool declared to return JSON that returned Markdown fails the transform by name."""
     handle = SpooledMarkdownArtifact.from_text("# x\n").encode()
-    activities = TransformActivities(ArtifactRegistry(), TOOLBOX)
+    activities = FrameActivities(FrameWork(TOOLBOX, artifacts=ArtifactRegistry()))
     error = failure(
-        activities.run_transform,
+        activities.transform,
         transform_request(handle, [TransformStep(name="artifact_head")], source_tool="files.stats"),
     )
     assert error.type == "artifact_class_mismatch"
@@ -178,7 +183,7 @@ def test_transform_items_are_checked_against_the_declared_output() -> None:
     """Emitting into an undeclared shape fails with output_mismatch, as a call would."""
     handle = SpooledJsonArtifact.from_value({"a": "text"}).encode()
     error = failure(
-        TransformActivities(ArtifactRegistry()).run_transform,
+        FrameActivities(FrameWork(artifacts=ArtifactRegistry())).transform,
         transform_request(
             handle,
             [TransformStep(name="artifact_json_get", args={"path": "$.a"})],
@@ -187,7 +192,7 @@ def test_transform_items_are_checked_against_the_declared_output() -> None:
     )
     assert error.type == "output_mismatch"
     failed_step = failure(
-        TransformActivities(ArtifactRegistry()).run_transform,
+        FrameActivities(FrameWork(artifacts=ArtifactRegistry())).transform,
         transform_request(handle, [TransformStep(name="artifact_json_slice")]),
     )
     assert (
@@ -209,7 +214,9 @@ def evaluate_request(predicate: str, evaluator: str = "lua") -> EvaluateRequest:
 
 def test_evaluate_returns_the_verdict_and_evidence() -> None:
     """A worker-side cell's verdict and evidence come back as the response."""
-    response = run(EvaluateActivities([LuaCell()]).run_evaluate, evaluate_request("return 1 < 2"))
+    response = run(
+        FrameActivities(FrameWork(cells=[LuaCell()])).evaluate, evaluate_request("return 1 < 2")
+    )
     assert response.kind == "branch" and response.matched
     assert response.evidence == {"cell": "lua", "result": True}
 
@@ -217,12 +224,12 @@ def test_evaluate_returns_the_verdict_and_evidence() -> None:
 def test_evaluate_refuses_unknown_cells_and_memory_bombs() -> None:
     """An unregistered cell id and a predicate over its memory ceiling are named failures."""
     assert (
-        failure(EvaluateActivities([]).run_evaluate, evaluate_request("return true")).type
+        failure(FrameActivities(FrameWork(cells=[])).evaluate, evaluate_request("return true")).type
         == "unwired_evaluator"
     )
     bomb = "local s = 'x' for i = 1, 40 do s = s .. s end return true"
     error = failure(
-        EvaluateActivities([LuaCell(memory_ceiling_bytes=1 << 20)]).run_evaluate,
+        FrameActivities(FrameWork(cells=[LuaCell(memory_ceiling_bytes=1 << 20)])).evaluate,
         evaluate_request(bomb),
     )
     assert error.type == "lua_memory_exceeded" and error.non_retryable
@@ -244,13 +251,13 @@ def test_a_tool_returning_an_artifact_instance_yields_its_handle(tmp_path: Path)
     def bare(context: ToolContext) -> SpooledArtifact:
         return context.spool.put(b"abc", SpooledArtifact)
 
-    calls = CallActivities(tools, spool=FileSpoolStore(tmp_path))
+    calls = FrameActivities(FrameWork(tools, spool=FileSpoolStore(tmp_path)))
     base: dict[str, Any] = dict(plan_id="p", run_id="r", node_id="n", frame_key="n:e1", args={})
     made = run(
-        calls.run_call, CallRequest(tool="doc.make", output=(NumberField(path="lines"),), **base)
+        calls.call, CallRequest(tool="doc.make", output=(NumberField(path="lines"),), **base)
     )
     assert [i.json_ for i in made.items] == [{"lines": 1}]
     assert made.artifact is not None and made.artifact.tag == "fs"
     assert made.artifact.artifact_class == "text" and len(made.artifact.locator) == 64
-    plain = run(calls.run_call, CallRequest(tool="doc.bare", **base))
+    plain = run(calls.call, CallRequest(tool="doc.bare", **base))
     assert [i.json_ for i in plain.items] == [{"artifactClass": "text", "byteLength": 3}]

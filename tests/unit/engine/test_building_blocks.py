@@ -51,7 +51,7 @@ def test_trusted_builders_equal_validated_models() -> None:
     same(build.outcome_ok(output), OutcomeOk(output=output))
     same(build.node_entered(ref, "t"), NodeEntered(frame=ref, at="t"))
     same(
-        build.node_settled(ref, OutcomeOk(output=output), "t"),
+        build.node_settled(ref, OutcomeOk(output=output), None, "t"),
         NodeSettled(frame=ref, outcome=OutcomeOk(output=output), at="t"),
     )
     table = {"n:e2:e0": output}

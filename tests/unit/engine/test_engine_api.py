@@ -404,7 +404,7 @@ def test_a_repeated_arrival_is_idempotent() -> None:
 
 def test_refuse_records_a_deviation_before_any_node() -> None:
     """A run refused at start records run_started, the cause, and settles aborted."""
-    engine = RunEngine.refuse(chain_view("a"), "run-1", DeviationAbort(detail="digest"), AT)
+    engine = RunEngine.refuse("run-1", "d" * 64, DeviationAbort(detail="digest"), AT, entry="entry")
     events = expand_log(engine.drain())
     assert trace(events) == [
         ("run_started",),
@@ -554,3 +554,26 @@ def test_indeterminate_action_never_repeats_an_unsafe_call() -> None:
     assert indeterminate_action(call("retry", False)) == "halt"
     assert indeterminate_action(call("halt", True)) == "halt"
     assert indeterminate_action(JoinNode(id="j")) == "retry"
+
+
+def test_every_verdict_is_recorded_with_its_evidence_even_when_no_edge_fires() -> None:
+    """A branch whose verdict fires no edge still records the verdict and its evidence."""
+    view = (
+        PlanSketch()
+        .entry()
+        .branch("b", {"all": []})
+        .call("x")
+        .edge("entry", "b")
+        .edge("b", "x", "match")
+        .view()
+    )
+    engine, events = started(view)
+    (d,) = engine.ready(AT)
+    engine.settle(d.key, Decided(BranchVerdict(matched=False), evidence={"seen": 3}), AT)
+    events += engine.drain_events()
+    settled = next(e for e in events if isinstance(e, NodeSettled) and e.frame.node_id == "b")
+    assert settled.verdict is not None
+    assert (settled.verdict.handle, settled.verdict.evidence) == ("no_match", {"seen": 3})
+    projection = fold_run(events)
+    assert projection.outcome == "completed" and "x" not in projection.node_status_by_id
+    assert projection.verdicts["b:e2:e0"].handle == "no_match"
