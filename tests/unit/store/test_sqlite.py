@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from orchestration.run.log import LogEnd, LogEntry, LogStart
 from orchestration.store import (
     AppendOk,
     PlanStore,
     PlanStoreConformance,
+    RunRecord,
     SqlitePlanStore,
     TransitionRequest,
 )
@@ -19,7 +21,6 @@ from orchestration.types import (
     AddNodeOp,
     ApprovalRecord,
     EntryNode,
-    RunStarted,
     TemplateProvenance,
 )
 
@@ -55,7 +56,7 @@ async def test_opening_creates_a_wal_file_with_the_schema_version(tmp_path: Path
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"plans", "ops", "run_events"} <= tables
+    assert {"plans", "ops", "run_log"} <= tables
 
 
 @pytest.mark.asyncio
@@ -80,15 +81,20 @@ async def test_everything_survives_reopening_the_file(tmp_path: Path) -> None:
             from_="reviewable", to="executable", expected_digest=digest, approval=approval
         ),
     )
-    await first.claim_run("p", digest, "run-1")
-    await first.append_run_events("p", "run-1", [RunStarted(run_id="run-1", digest=digest, at=AT)])
+    await first.claim_run("p", digest, "run-1", execution="exec-a")
+    log: list[LogEntry] = [
+        LogStart(run_id="run-1", digest=digest, entry="entry", at=AT),
+        LogEnd(outcome="halted", at=AT),
+    ]
+    await first.append_run_log("p", "run-1", 0, log)
     before = (
         await first.read_state("p"),
         await first.read_ops("p"),
         await first.read_provenance("p"),
         await first.read_approval("p"),
         await first.read_run_id("p"),
-        await first.read_run_events("p"),
+        await first.read_run("p"),
+        await first.read_run_log("p"),
         await first.list_plans(),
     )
     await first.close()
@@ -100,12 +106,17 @@ async def test_everything_survives_reopening_the_file(tmp_path: Path) -> None:
         await second.read_provenance("p"),
         await second.read_approval("p"),
         await second.read_run_id("p"),
-        await second.read_run_events("p"),
+        await second.read_run("p"),
+        await second.read_run_log("p"),
         await second.list_plans(),
     )
     await second.close()
     assert after == before
     assert before[3] == approval and before[0].state == "executable"
+    assert before[5] == RunRecord(
+        run_id="run-1", execution="exec-a", outcome="halted", log_length=2
+    )
+    assert before[6] == log
 
 
 @pytest.mark.asyncio
