@@ -13,6 +13,7 @@ what remains here is misuse and input that can never be made valid.
     │   └── UndecodableValueError      undecodable_value
     ├── PlanNotFoundError              plan_not_found
     ├── RunNotFoundError               run_not_found
+    ├── RunLogConflictError            run_log_conflict
     ├── RevisionOutOfRangeError        revision_out_of_range
     ├── ConflictingOpError             conflicting_op
     ├── MalformedRunLogError           malformed_run_log
@@ -60,6 +61,7 @@ __all__ = [
     "ReasonerUnavailableError",
     "RevisionOutOfRangeError",
     "RunRefusedError",
+    "RunLogConflictError",
     "RunNotFoundError",
     "TransformError",
     "UndecodableValueError",
@@ -124,6 +126,18 @@ class RunNotFoundError(OrchestrationError):
     """The plan has no run, or not the run named."""
 
     code = "run_not_found"
+
+
+class RunLogConflictError(OrchestrationError):
+    """A run-log write or read at positions that do not fit the stored log.
+
+    The log is written by position so that a retried mirror of it is harmless: a position the
+    store already holds must hold the same entry. A different entry there (two writers with two
+    histories of one run), a write that would leave a gap, or a negative position is refused
+    whole, and nothing is written.
+    """
+
+    code = "run_log_conflict"
 
 
 class RevisionOutOfRangeError(OrchestrationError):

@@ -48,7 +48,7 @@ from orchestration.run.log import (
 )
 from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem
 
-__all__ = ["TableAlgebra", "TracedBarrier", "TracedFrame", "LogTrace"]
+__all__ = ["TableAlgebra", "TracedBarrier", "TracedFrame", "LogTrace", "settled_ok_nodes"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -343,3 +343,50 @@ def trace_log(
         if each is not None:
             each(entry)
     return trace
+
+
+class _NoTables:
+    """A table algebra that builds nothing, for readers that need frames but not their tables."""
+
+    def empty_outputs(self) -> None:
+        return None
+
+    def empty_artifacts(self) -> None:
+        return None
+
+    def add_output(
+        self, table: None, frame: TracedFrame[None, None], items: tuple[OutputItem, ...]
+    ) -> None:
+        return None
+
+    def add_artifact(
+        self, table: None, frame: TracedFrame[None, None], handle: ArtifactHandle
+    ) -> None:
+        return None
+
+    def union_outputs(self, tables: Sequence[None]) -> None:
+        return None
+
+    def union_artifacts(self, tables: Sequence[None]) -> None:
+        return None
+
+
+def settled_ok_nodes(entries: Iterable[LogEntry]) -> tuple[str, ...]:
+    """The node ids whose frames settled ``ok``, in log order, each once.
+
+    A ``settle`` names a frame; its node is the one the ``start`` (frame 0), ``edge`` or
+    ``merge`` entry that defined the frame names. A node reached by several routes settles once
+    per route and is listed at its first. A clone's ``completedAtClone`` is this list.
+
+    Raises:
+        MalformedRunLogError: the log does not open with ``start`` or names a frame before
+            defining it.
+
+    """
+    trace: LogTrace[None, None] = LogTrace(_NoTables())
+    nodes: dict[str, None] = {}
+    for entry in entries:
+        trace.feed(entry)
+        if isinstance(entry, LogSettle) and entry.status == "ok":
+            nodes.setdefault(trace.frames[entry.frame].node, None)
+    return tuple(nodes)

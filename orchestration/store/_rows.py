@@ -12,21 +12,24 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from orchestration.errors import PlanNotFoundError
+from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,
     PlanOp,
     PlanProvenance,
     PlanSummary,
     RawPlanView,
-    RunEvent,
     WireModel,
 )
 
 from . import _rules
-from .base import TransitionRequest
+from .base import RunRecord, TransitionRequest
 
 SUMMARY_COLUMNS = "plan_id, state, digest, revision, node_count, label, provenance, updated_at"
 """The columns :func:`summary` reads, in its order."""
+
+RUN_COLUMNS = "run_id, run_execution, run_outcome"
+"""The ``plans`` columns :func:`run` reads, in its order (the log's length comes beside them)."""
 
 
 def found(row: Sequence[Any] | None, method: str, plan_id: str) -> tuple[Any, ...]:
@@ -56,9 +59,17 @@ def ops(rows: Iterable[Sequence[str]]) -> list[PlanOp]:
     return [_rules.OP_JSON.validate_json(body) for (body,) in rows]
 
 
-def events(rows: Iterable[Sequence[str]]) -> list[RunEvent]:
-    """Rows of run-event ``body`` alone, parsed."""
-    return [_rules.EVENT_JSON.validate_json(body) for (body,) in rows]
+def log(rows: Iterable[Sequence[str]]) -> list[LogEntry]:
+    """Rows of run-log ``body`` alone, parsed."""
+    return [_rules.LOG_ENTRY_JSON.validate_json(body) for (body,) in rows]
+
+
+def run(columns: Sequence[Any], log_length: int) -> RunRecord | None:
+    """The :data:`RUN_COLUMNS` of a plan and its log's length, as its run (``None``: no run)."""
+    run_id, execution, outcome = columns
+    if run_id is None:
+        return None
+    return RunRecord(run_id=run_id, execution=execution, outcome=outcome, log_length=log_length)
 
 
 def summary(row: Sequence[Any]) -> PlanSummary:
@@ -99,9 +110,14 @@ def new_ops(
     ]
 
 
-def new_events(plan_id: str, start: int, bodies: Sequence[str]) -> list[tuple[object, ...]]:
-    """The parameters of ``insert_events``: event bodies from position ``start``."""
-    return [(plan_id, start + i, body) for i, body in enumerate(bodies)]
+def new_run(plan_id: str, record: RunRecord, updated_at: str) -> tuple[object, ...]:
+    """The parameters of ``set_run``: the run a claim admitted."""
+    return (record.run_id, record.execution, record.outcome, updated_at, plan_id)
+
+
+def new_log(plan_id: str, write: _rules.LogWrite) -> list[tuple[object, ...]]:
+    """The parameters of ``insert_run_log``: the bodies an admitted append writes."""
+    return [(plan_id, write.position + i, body) for i, body in enumerate(write.bodies)]
 
 
 def new_state(plan_id: str, request: TransitionRequest, updated_at: str) -> tuple[object, ...]:

@@ -9,43 +9,61 @@ where they really differ.
 
 Identity of an op's *content* is its canonical digest, never ``==``: pydantic equality says
 ``1 == 1.0 == True``, while the plan digest tells them apart, so two ops that compare equal
-may still fold to different plans.
+may still fold to different plans. A run-log entry's identity is its canonical JSON body
+(:func:`log_body`) for the same reason, and because that body is what the SQL stores keep.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import TypeAdapter
 
 from orchestration.encoding import canonical_digest
-from orchestration.errors import RevisionOutOfRangeError, RunNotFoundError
+from orchestration.errors import (
+    MalformedRunLogError,
+    RevisionOutOfRangeError,
+    RunLogConflictError,
+    RunNotFoundError,
+)
 from orchestration.ops import fold_ops
+from orchestration.run.log import LogEnd, LogEntry
+from orchestration.run.trace import settled_ok_nodes
 from orchestration.types import (
     CloneProvenance,
-    NodeSettled,
-    OutcomeOk,
     PlanOp,
     PlanProvenance,
     PlanState,
-    RunEvent,
+    RunOutcome,
 )
 
 from .base import (
     AppendRefused,
     ClaimOk,
+    ClaimRefusal,
     ClaimRefused,
     CreateRefused,
     RevisionState,
+    RunRecord,
     StateDigest,
     TransitionRefused,
     TransitionRequest,
 )
 
 OP_JSON: TypeAdapter[PlanOp] = TypeAdapter(PlanOp)
-EVENT_JSON: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+LOG_ENTRY_JSON: TypeAdapter[LogEntry] = TypeAdapter(LogEntry)
 PROVENANCE_JSON: TypeAdapter[PlanProvenance] = TypeAdapter(PlanProvenance)
+
+VERSION_1_EXECUTION = "version-1"
+"""The execution a schema upgrade binds to a run claimed before runs named their execution.
+
+Such a run was claimed by the client that started it, so it may have run, and its events are
+not in the compact log: binding it to an execution no worker has keeps every other execution
+out (``run_already_claimed``), and with no outcome it is never resumed (``run_not_ended``).
+"""
 
 LEGAL_TRANSITIONS: frozenset[tuple[PlanState, PlanState]] = frozenset(
     {("editable", "reviewable"), ("reviewable", "executable")}
@@ -61,18 +79,6 @@ def utc_now() -> str:
 def op_fingerprint(op: PlanOp) -> str:
     """The identity of an op's content: the sha256 of its canonical encoding."""
     return canonical_digest(op)
-
-
-def settled_ok_node_ids(events: Iterable[RunEvent]) -> tuple[str, ...]:
-    """Node ids of every ``node_settled`` with status ``ok``, in log order, repeats kept.
-
-    A node reached by several routes settles once per route, so it may appear more than once.
-    """
-    return tuple(
-        event.frame.node_id
-        for event in events
-        if isinstance(event, NodeSettled) and isinstance(event.outcome, OutcomeOk)
-    )
 
 
 def plan_not_found_message(method: str, plan_id: str) -> str:
@@ -103,30 +109,6 @@ def ops_since(ops: Iterable[PlanOp], since_lamport: int | None) -> list[PlanOp]:
     return [op for op in ops if op.lamport > since_lamport]
 
 
-def check_run_to_append(plan_id: str, claimed: str | None, run_id: str) -> None:
-    """Admit events for ``run_id`` only if it is the plan's claimed run.
-
-    Raises:
-        RunNotFoundError: the plan has no run, or another one.
-
-    """
-    if claimed is None or claimed != run_id:
-        raise RunNotFoundError(f'append_run_events: no run "{run_id}" on plan "{plan_id}"')
-
-
-def check_run_to_read(plan_id: str, claimed: str | None, run_id: str | None) -> None:
-    """Admit a read of ``run_id``'s events (``None``: whichever run the plan claimed).
-
-    Raises:
-        RunNotFoundError: the plan has no run, or not ``run_id``.
-
-    """
-    if claimed is None:
-        raise RunNotFoundError(f'read_run_events: no run on plan "{plan_id}"')
-    if run_id is not None and run_id != claimed:
-        raise RunNotFoundError(f'read_run_events: no run "{run_id}" on plan "{plan_id}"')
-
-
 def screen_clone(source_revision: int, at_revision: int | None) -> CreateRefused | int:
     """The revision a clone copies (default: the source's), or ``revision_missing``.
 
@@ -142,7 +124,7 @@ def clone_provenance(
     source_id: str,
     ops: Sequence[PlanOp],
     source_provenance: PlanProvenance | None,
-    completed: Iterable[str],
+    run_log: Iterable[LogEntry],
 ) -> CloneProvenance:
     """A clone's lineage: the source's digest over ``ops``, the prefix the clone copies.
 
@@ -150,14 +132,25 @@ def clone_provenance(
         source_id: The plan cloned.
         ops: The source's first ``revision`` ops, which the clone starts from.
         source_provenance: The source's own lineage, which its digest folds in.
-        completed: The node ids the source's run settled ``ok``, in log order.
+        run_log: The source's run log (empty when it never ran); the node ids it settled
+            ``ok`` become ``completedAtClone``, in log order, each once.
+
+    Raises:
+        MalformedRunLogError: the source's run log cannot be read forward.
 
     """
+    try:
+        completed = settled_ok_nodes(run_log)
+    except MalformedRunLogError as exc:
+        raise MalformedRunLogError(
+            f'clone_plan: the run log of plan "{source_id}" cannot be read ({exc.message}); '
+            "only a log its run's host wrote, entry by entry from its start, can be cloned from"
+        ) from exc
     return CloneProvenance(
         parent=source_id,
         parent_digest=fold_ops(source_id, ops, source_provenance).view.digest,
         parent_revision=len(ops),
-        completed_at_clone=tuple(completed),
+        completed_at_clone=completed,
     )
 
 
@@ -282,23 +275,249 @@ def screen_transition(
 def screen_claim(
     state: PlanState,
     digest: str,
-    existing_run_id: str | None,
+    run: RunRecord | None,
     expected_digest: str,
     run_id: str,
-) -> ClaimOk | ClaimRefused | None:
-    """Decide a run claim: state, then digest, then the one-run rule.
+    execution: str | None,
+    *,
+    resume: bool,
+) -> tuple[ClaimOk | ClaimRefused, RunRecord | None]:
+    """Decide a run claim: state, then digest, then the run (see ``PlanStore.claim_run``).
+
+    Args:
+        state: The plan's state.
+        digest: The plan's current digest.
+        run: The plan's run as stored, or ``None`` before any claim.
+        expected_digest: The digest the claimant decided on.
+        run_id: The run claimed.
+        execution: The execution claiming it (``None``: a reservation, or a host without
+            executions).
+        resume: Whether this is a resume (a new execution of an ended run).
 
     Returns:
-        The answer when nothing is to be written (a refusal, or ``resumed=True`` for the run
-        already recorded), or ``None`` when ``run_id`` is to be recorded as the plan's run.
+        The answer, and the run record to store (``None``: write nothing).
 
     """
     if state != "executable":
-        return ClaimRefused(reason="not_executable")
+        return _refused(
+            "not_executable",
+            run,
+            f"the plan is {state}; only an approved (executable) plan can be run",
+        ), None
     if digest != expected_digest:
-        return ClaimRefused(reason="digest_mismatch")
-    if existing_run_id is None:
-        return None
-    if existing_run_id == run_id:
-        return ClaimOk(run_id=run_id, resumed=True)
-    return ClaimRefused(reason="run_already_claimed", existing_run_id=existing_run_id)
+        return _refused(
+            "digest_mismatch",
+            run,
+            "the plan's content is not the content the claim was decided on; re-read the plan "
+            "and check its approval",
+        ), None
+    if resume:
+        return _screen_resume(run, run_id, execution)
+    if run is None:
+        record = RunRecord(run_id=run_id, execution=execution)
+        return ClaimOk(run_id=run_id, resumed=False), record
+    if run.run_id != run_id:
+        return _refused(
+            "run_already_claimed",
+            run,
+            f'the plan already has its one run "{run.run_id}"; a plan runs at most once, so '
+            "clone it to run its content again",
+        ), None
+    held = ClaimOk(run_id=run_id, resumed=True, log_length=run.log_length)
+    if execution is None or execution == run.execution:
+        return held, None  # a retry: the claimant already holds the run, or reserved it
+    if run.execution is None and run.log_length == 0:
+        return held, run.model_copy(update={"execution": execution})  # a reservation's bind
+    holder = (
+        f'execution "{run.execution}"'
+        if run.execution is not None
+        else f"a host that bound no execution (its log has {run.log_length} entries)"
+    )
+    return _refused(
+        "run_already_claimed",
+        run,
+        f'run "{run_id}" is held by {holder}; a second start of a run never runs it again '
+        "(resume it with resume=True once its log has ended)",
+    ), None
+
+
+def _screen_resume(
+    run: RunRecord | None, run_id: str, execution: str | None
+) -> tuple[ClaimOk | ClaimRefused, RunRecord | None]:
+    if run is None or run.run_id != run_id:
+        its = "" if run is None else f'; its run is "{run.run_id}"'
+        return _refused(
+            "run_not_found", run, f'the plan has no run "{run_id}" to resume{its}'
+        ), None
+    if run.outcome == "completed":
+        return _refused(
+            "run_already_settled",
+            run,
+            f'run "{run_id}" completed; a completed run is never resumed (clone the plan to '
+            "run its content again)",
+        ), None
+    if run.outcome is None:
+        if execution is not None and execution == run.execution:
+            return ClaimOk(run_id=run_id, resumed=True, log_length=run.log_length), None
+        return _refused(
+            "run_not_ended",
+            run,
+            f'run "{run_id}" has not ended: its log does not end with an end entry (it is '
+            "running, another resume took it, or its execution died without closing its log); "
+            "wait for it to settle, or stop it, then resume",
+        ), None
+    record = run.model_copy(update={"execution": execution, "outcome": None})
+    return ClaimOk(run_id=run_id, resumed=True, log_length=run.log_length), record
+
+
+def _refused(reason: ClaimRefusal, run: RunRecord | None, detail: str) -> ClaimRefused:
+    existing = None if run is None else run.run_id
+    return ClaimRefused(reason=reason, existing_run_id=existing, detail=detail)
+
+
+# --------------------------------------------------------------------------------------------
+# The run log
+# --------------------------------------------------------------------------------------------
+
+
+def log_body(entry: LogEntry) -> str:
+    """An entry's canonical JSON: its wire form with sorted keys and no spaces.
+
+    Equal entries have equal bodies whatever the order of a staged map's keys, and ``1`` and
+    ``1.0`` stay apart; it is what the SQL stores keep, and what a held position is compared by.
+    """
+    return json.dumps(
+        entry.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def held_run(method: str, plan_id: str, run: RunRecord | None, run_id: str | None) -> RunRecord:
+    """The plan's run, when it is ``run_id`` (``None``: whichever run the plan has).
+
+    Raises:
+        RunNotFoundError: the plan has no run, or not ``run_id``.
+
+    """
+    if run is None:
+        raise RunNotFoundError(
+            f'{method}: plan "{plan_id}" has no run; claim it (claim_run) before writing or '
+            "reading its log"
+        )
+    if run_id is not None and run_id != run.run_id:
+        raise RunNotFoundError(
+            f'{method}: plan "{plan_id}" has no run "{run_id}"; its run is "{run.run_id}"'
+        )
+    return run
+
+
+@dataclass(frozen=True)
+class LogWrite:
+    """What an admitted run-log append writes: the entries past the stored log, from ``position``.
+
+    ``entries`` and ``bodies`` are empty when the log already held the whole batch (a retry);
+    then nothing is written, the outcome included.
+    """
+
+    position: int
+    entries: Sequence[LogEntry]
+    bodies: Sequence[str]
+    outcome: RunOutcome | None
+    length: int
+    """The log's length after the append."""
+
+
+@dataclass(frozen=True)
+class LogAppend:
+    """A run-log append admitted so far: it is for the plan's run and leaves no gap.
+
+    The store reads its bodies at :attr:`held` and asks :meth:`write` what to write.
+    """
+
+    plan_id: str
+    run: RunRecord
+    start: int
+    entries: Sequence[LogEntry]
+    bodies: Sequence[str]
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """The stored positions ``[first, stop)`` the batch overlaps."""
+        return self.start, min(self.start + len(self.entries), self.run.log_length)
+
+    def write(self, held: Sequence[str]) -> LogWrite:
+        """What to write, given the stored bodies at :attr:`held`, in order.
+
+        Raises:
+            RunLogConflictError: a held position holds another entry.
+
+        """
+        for offset, (stored, body) in enumerate(zip(held, self.bodies, strict=False)):
+            if stored != body:
+                raise RunLogConflictError(
+                    f"append_run_log: position {self.start + offset} of run "
+                    f'"{self.run.run_id}" (plan "{self.plan_id}") already holds another entry; '
+                    "a run has one log, so re-read it (read_run_log) and continue from its end "
+                    "rather than writing a second history"
+                )
+        skip = len(held)
+        entries = self.entries[skip:]
+        if not entries:
+            return LogWrite(self.run.log_length, (), (), self.run.outcome, self.run.log_length)
+        last = entries[-1]
+        return LogWrite(
+            position=self.start + skip,
+            entries=entries,
+            bodies=self.bodies[skip:],
+            outcome=last.outcome if isinstance(last, LogEnd) else None,
+            length=self.start + len(self.entries),
+        )
+
+
+def screen_log_append(
+    plan_id: str, run: RunRecord | None, run_id: str, start: int, entries: Sequence[LogEntry]
+) -> LogAppend:
+    """Admit a run-log append of ``entries`` at ``start`` to the plan's ``run``, so far.
+
+    Raises:
+        RunNotFoundError: the plan has no run, or not ``run_id``.
+        RunLogConflictError: ``start`` is negative or past the end of the log (a gap).
+
+    """
+    held = held_run("append_run_log", plan_id, run, run_id)
+    length = held.log_length
+    if start < 0:
+        raise RunLogConflictError(
+            f'append_run_log: position {start} of run "{run_id}" (plan "{plan_id}") does not '
+            "exist; positions count from 0"
+        )
+    if start > length:
+        raise RunLogConflictError(
+            f'append_run_log: the log of run "{run_id}" (plan "{plan_id}") holds {length} '
+            f"entries, so writing from position {start} would leave a gap; append from "
+            f"position {length} or earlier (a claim reports the length)"
+        )
+    batch = tuple(entries)
+    return LogAppend(plan_id, held, start, batch, tuple(log_body(entry) for entry in batch))
+
+
+def screen_log_read(
+    plan_id: str, run: RunRecord | None, run_id: str | None, start: int, limit: int | None
+) -> tuple[int, int]:
+    """The positions ``[first, stop)`` a read of the run's log from ``start`` covers.
+
+    At most ``limit`` entries (default: to the end); empty at or past the end.
+
+    Raises:
+        RunNotFoundError: the plan has no run, or not ``run_id``.
+        RunLogConflictError: ``start`` or ``limit`` is negative.
+
+    """
+    length = held_run("read_run_log", plan_id, run, run_id).log_length
+    if start < 0 or (limit is not None and limit < 0):
+        raise RunLogConflictError(
+            f"read_run_log: start ({start}) and limit ({limit}) must not be negative; "
+            "positions count from 0"
+        )
+    first = min(start, length)
+    stop = length if limit is None else min(length, first + limit)
+    return first, stop

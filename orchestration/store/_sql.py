@@ -1,6 +1,6 @@
 """The SQL the SQLite and PostgreSQL stores both run, written once and rendered per dialect.
 
-The two stores keep the same three tables with the same columns and decide with the same rules,
+The two stores keep the same tables with the same columns and decide with the same rules,
 so their statements differ only where the databases do: the table names (PostgreSQL's carry an
 ``orch_`` prefix so they can share a database with other applications), the placeholder style,
 how a list of op ids is passed, and the row locks. Each store renders :class:`Statements` once,
@@ -43,7 +43,7 @@ class Dialect:
             p=self.placeholder,
             plans=f"{self.table_prefix}plans",
             ops=f"{self.table_prefix}ops",
-            run_events=f"{self.table_prefix}run_events",
+            run_log=f"{self.table_prefix}run_log",
         )
 
 
@@ -109,17 +109,25 @@ class Statements:
             " WHERE plan_id = {p}"
         )
         self.set_run = render(
-            "UPDATE {plans} SET run_id = {p}, updated_at = {p} WHERE plan_id = {p}"
+            "UPDATE {plans} SET run_id = {p}, run_execution = {p}, run_outcome = {p},"
+            " updated_at = {p} WHERE plan_id = {p}"
         )
-        self.touch = render("UPDATE {plans} SET updated_at = {p} WHERE plan_id = {p}")
-        self.next_event_position = render(
-            "SELECT COALESCE(MAX(position) + 1, 0) FROM {run_events} WHERE plan_id = {p}"
+        self.set_run_outcome = render(
+            "UPDATE {plans} SET run_outcome = {p}, updated_at = {p} WHERE plan_id = {p}"
         )
-        self.insert_events = render(
-            "INSERT INTO {run_events} (plan_id, position, body) VALUES ({p}, {p}, {p})"
+        # Positions are written contiguously from 0, so the next one is the length.
+        self.run_log_length = render(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM {run_log} WHERE plan_id = {p}"
         )
-        self.event_bodies = render(
-            "SELECT body FROM {run_events} WHERE plan_id = {p} ORDER BY position"
+        self.run_log_bodies = render(
+            "SELECT body FROM {run_log} WHERE plan_id = {p} AND position >= {p} AND position < {p}"
+            " ORDER BY position"
+        )
+        self.whole_run_log = render(
+            "SELECT body FROM {run_log} WHERE plan_id = {p} ORDER BY position"
+        )
+        self.insert_run_log = render(
+            "INSERT INTO {run_log} (plan_id, position, body) VALUES ({p}, {p}, {p})"
         )
         # The state filter is bound twice; the cast lets PostgreSQL type a NULL parameter.
         self.list_plans = render(

@@ -1,13 +1,16 @@
 """The ``PlanStore`` protocol and its result values: the battery validates, the store commits.
 
 A store persists, per plan: the op log (append-only), the lifecycle state, the approval record,
-the provenance, the one run id the plan may ever have, and a durable copy of that run's event
-log. Every method is async. **Expected precondition failures are returned as values**, never
-raised: a stale revision, a plan that is no longer editable, a transition whose state or digest
-moved, a second claim of the run. Misuse raises (an unknown plan id, a revision out of range).
+the provenance, the one run the plan may ever have (its id, the execution that holds it, its
+outcome) and a durable copy of that run's compact log (:mod:`orchestration.run.log`). Every
+method is async. **Expected precondition failures are returned as values**, never raised: a
+stale revision, a plan that is no longer editable, a transition whose state or digest moved, a
+claim of the run that is not this caller's to make. Misuse raises (an unknown plan id, a
+revision out of range, a run-log write that contradicts the stored log).
 
 Rules every implementation keeps (the conformance suite in
-:mod:`orchestration.store.conformance` checks each):
+:mod:`orchestration.store.conformance` checks each; the deciding code every bundled store runs
+is :mod:`orchestration.store._rules`):
 
 * **Edits only while editable.** ``append_ops`` checks the state in the same atomic step as the
   append, which is what keeps a frozen plan frozen.
@@ -21,9 +24,29 @@ Rules every implementation keeps (the conformance suite in
 * **Transitions only go forward**: ``editable → reviewable`` (freeze) and ``reviewable →
   executable`` (approval, which must carry the record, persisted in the same commit). Anything
   else is ``illegal_transition``. Recovery from a rejected or spent plan is ``clone_plan``.
-* **One run, ever.** ``claim_run`` records the plan's run id once; claiming again with the same
-  id is idempotent (``resumed=True``, so a starter that crashed between claim and start may
-  retry), any other id is refused with the existing one.
+* **One run, ever, held by one execution at a time** (rulings 28 and 30). At most once is the
+  worker's promise, so the claim is made by whatever runs the plan, and it names the
+  *execution* that runs it (on Temporal, the execution chain of ``plan/<planId>``); a client
+  may reserve the run first with no execution. ``claim_run`` is one compare-and-set:
+
+  - *fresh* (``resume=False``): no run yet records ``run_id`` (``resumed=False``); the recorded
+    ``run_id`` again is ``resumed=True`` when it binds an execution to a reservation that no
+    host has run yet (its log is empty), or when it is an idempotent retry (no execution given,
+    or the recorded one); another execution, or a reservation whose log already has entries, is
+    ``run_already_claimed``, and so is any other ``run_id``.
+  - *resume* (``resume=True``): a new execution continues a run whose log ends with an ``end``
+    entry. An unknown ``run_id`` is ``run_not_found``; a ``completed`` run is
+    ``run_already_settled``; a run that is still going (or whose execution died without closing
+    its log, or that another resume already took) is ``run_not_ended``. Otherwise the execution
+    is bound, the run is running again, and ``log_length`` says where its log continues. The
+    execution that a resume bound may repeat its claim (an idempotent retry).
+
+  So two executions can never both hold a run: of two racing claims, fresh or resume, exactly
+  one wins.
+* **The run log is written by position** (``append_run_log``): entry ``i`` of a batch goes to
+  position ``start + i``; a position already held must hold the same entry (by canonical JSON),
+  so re-mirroring a prefix is harmless and two histories of one run cannot be interleaved. A
+  gap is refused. The store keeps the run's outcome: the last entry's, when it is ``end``.
 * **The digest is the fold's**: ``read_state().digest`` equals
   ``fold_ops(plan_id, read_ops(plan_id), read_provenance(plan_id)).view.digest``.
 """
@@ -36,13 +59,14 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 from pydantic import Field
 
 from orchestration.ops import FoldResult
+from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,
     PlanOp,
     PlanProvenance,
     PlanState,
     PlanSummary,
-    RunEvent,
+    RunOutcome,
     TemplateProvenance,
     WireModel,
 )
@@ -52,6 +76,7 @@ __all__ = [
     "AppendRefused",
     "AppendResult",
     "ClaimOk",
+    "ClaimRefusal",
     "ClaimRefused",
     "ClaimRunResult",
     "CreateOk",
@@ -60,6 +85,7 @@ __all__ = [
     "PlanStateRecord",
     "PlanStore",
     "RevisionState",
+    "RunRecord",
     "StateDigest",
     "TransitionOk",
     "TransitionRefused",
@@ -151,22 +177,68 @@ TransitionResult = Annotated[TransitionOk | TransitionRefused, Field(discriminat
 
 
 class ClaimOk(WireModel):
-    """The run id is the plan's one run; ``resumed`` when it was already claimed with this id."""
+    """The caller holds the plan's one run.
+
+    Attributes:
+        resumed: ``False`` only when this claim recorded the run; ``True`` when the run was
+            already recorded (a bind, a retry, a resume).
+        log_length: How many log entries the store holds for the run now: where the caller's
+            own log continues (``append_run_log``'s ``start``).
+
+    """
 
     ok: Literal[True] = True
     run_id: str
     resumed: bool
+    log_length: int = 0
+
+
+ClaimRefusal = Literal[
+    "not_executable",
+    "digest_mismatch",
+    "run_already_claimed",
+    "run_not_found",
+    "run_already_settled",
+    "run_not_ended",
+]
+"""Why a claim was refused; see :meth:`PlanStore.claim_run` for when each applies."""
 
 
 class ClaimRefused(WireModel):
-    """Why a run claim was refused."""
+    """Why a run claim was refused; nothing was written.
+
+    Attributes:
+        existing_run_id: The plan's run id, when it has one.
+        detail: What to do about it.
+
+    """
 
     ok: Literal[False] = False
-    reason: Literal["not_executable", "digest_mismatch", "run_already_claimed"]
+    reason: ClaimRefusal
     existing_run_id: str | None = None
+    detail: str = ""
 
 
 ClaimRunResult = Annotated[ClaimOk | ClaimRefused, Field(discriminator="ok")]
+
+
+class RunRecord(WireModel):
+    """The plan's one run as the store holds it.
+
+    Attributes:
+        run_id: The id it was claimed with.
+        execution: The execution that holds it; ``None`` when a client reserved it and no
+            worker has bound it yet, or the host that runs it has no executions.
+        outcome: The ``end`` entry's outcome when the log ends with one and no resume has
+            taken the run since; ``None`` while it is running.
+        log_length: How many log entries the store holds.
+
+    """
+
+    run_id: str
+    execution: str | None = None
+    outcome: RunOutcome | None = None
+    log_length: int = 0
 
 
 class PlanStateRecord(WireModel):
@@ -197,8 +269,15 @@ class PlanStore(Protocol):
         """Copy the source's first ``at_revision`` ops (default: all) into a new editable plan.
 
         Provenance is a clone record with the parent's digest at that revision and the node ids
-        its run had settled ``ok`` (``completedAtClone``). No approval or run is carried over.
+        its run had settled ``ok`` (``completedAtClone``: read from the run's compact log, in
+        log order, each once). No approval or run is carried over.
         Refusals, in check order: ``source_missing``, ``duplicate_id``, ``revision_missing``.
+
+        Raises:
+            MalformedRunLogError: the source's stored run log cannot be read forward (it does
+                not open with ``start``, or names a frame before defining it); nothing is
+                written.
+
         """
         ...
 
@@ -251,33 +330,92 @@ class PlanStore(Protocol):
         ...
 
     async def claim_run(
-        self, plan_id: str, expected_digest: str, run_id: str
+        self,
+        plan_id: str,
+        expected_digest: str,
+        run_id: str,
+        *,
+        execution: str | None = None,
+        resume: bool = False,
     ) -> ClaimOk | ClaimRefused:
-        """Record ``run_id`` as the plan's one run; atomic compare-and-set."""
-        ...
+        """Claim the plan's one run for ``execution``; one atomic compare-and-set.
 
-    async def read_run_id(self, plan_id: str) -> str | None:
-        """The plan's run id, once claimed."""
-        ...
+        Checks, in order: the plan is ``executable`` (``not_executable``), at
+        ``expected_digest`` (``digest_mismatch``); then the run.
 
-    async def append_run_events(
-        self, plan_id: str, run_id: str, events: Sequence[RunEvent]
-    ) -> None:
-        """Append a batch of run events atomically.
+        A fresh claim (``resume=False``): with no run recorded, records ``run_id`` and
+        ``execution`` (``None``: a client reserving the run before any worker runs it) and
+        answers ``resumed=False``. With ``run_id`` recorded: binds ``execution`` to a
+        reservation no host has run yet (an empty log), or acknowledges a retry (``execution``
+        ``None`` or the recorded one), answering ``resumed=True``; another execution (a second
+        start of the run) or a reservation whose log has entries is ``run_already_claimed``,
+        as is any other ``run_id``.
+
+        A resume (``resume=True``, ruling 28): ``run_not_found`` unless ``run_id`` is the
+        plan's run; ``run_already_settled`` when its log ends ``completed``; ``run_not_ended``
+        while it is running (its log does not end with ``end``, or another resume took it),
+        unless ``execution`` already holds it (a retry). Otherwise binds ``execution``, marks
+        the run running (no outcome) and answers ``resumed=True`` with ``log_length``.
 
         Raises:
             PlanNotFoundError: unknown plan.
-            RunNotFoundError: ``run_id`` is not the plan's run.
 
         """
         ...
 
-    async def read_run_events(self, plan_id: str, run_id: str | None = None) -> list[RunEvent]:
-        """The run's events in append order.
+    async def read_run_id(self, plan_id: str) -> str | None:
+        """The plan's run id, once claimed.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        ...
+
+    async def read_run(self, plan_id: str) -> RunRecord | None:
+        """The plan's run (id, execution, outcome, log length), or ``None`` before any claim.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
+        ...
+
+    async def append_run_log(
+        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+    ) -> int:
+        """Write ``entries`` at positions ``start, start + 1, ...`` of the run's log, atomically.
+
+        Idempotent by position, so a host may mirror its log again from any earlier point: a
+        position the store already holds must hold the same entry (compared by canonical
+        JSON), and only the entries past the stored log are written. After a write, the run's
+        outcome is the last entry's when it is ``end``, else none (the run is running); an
+        append that writes nothing changes nothing.
+
+        Returns:
+            The length of the log after the append.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RunNotFoundError: ``run_id`` is not the plan's run.
+            RunLogConflictError: a held position holds a different entry, ``start`` is past
+                the end of the log (a gap), or negative; nothing is written.
+
+        """
+        ...
+
+    async def read_run_log(
+        self, plan_id: str, run_id: str | None = None, *, start: int = 0, limit: int | None = None
+    ) -> list[LogEntry]:
+        """The run's log from position ``start``, at most ``limit`` entries (default: all).
+
+        ``run_id=None`` reads the plan's run, whichever it is. A ``start`` at or past the end
+        gives an empty page, so a reader can poll a live run from where it stopped.
 
         Raises:
             PlanNotFoundError: unknown plan.
             RunNotFoundError: the plan has no run, or not ``run_id``.
+            RunLogConflictError: ``start`` or ``limit`` is negative.
 
         """
         ...

@@ -35,9 +35,27 @@ import pytest
 import pytest_asyncio
 
 from orchestration.encoding import NodeRef, canonical_digest
-from orchestration.errors import PlanNotFoundError, RevisionOutOfRangeError, RunNotFoundError
+from orchestration.errors import (
+    MalformedRunLogError,
+    PlanNotFoundError,
+    RevisionOutOfRangeError,
+    RunLogConflictError,
+    RunNotFoundError,
+)
 from orchestration.ops import fold_ops
-from orchestration.routes import BranchId, EdgeSegment
+from orchestration.run.expand import expand_log
+from orchestration.run.log import (
+    LogArrive,
+    LogEdge,
+    LogEnd,
+    LogEnter,
+    LogEntry,
+    LogInterrupt,
+    LogMerge,
+    LogSettle,
+    LogSnapshot,
+    LogStart,
+)
 from orchestration.types import (
     AddEdgeOp,
     AddNodeOp,
@@ -47,27 +65,14 @@ from orchestration.types import (
     CallDefinition,
     CallNode,
     CloneProvenance,
-    EdgeTaken,
     EntryNode,
     ErrorInfo,
-    FrameRef,
-    FrontierSnapshot,
-    NodeEntered,
-    NodeOutput,
-    NodeSettled,
-    OutcomeFailed,
-    OutcomeOk,
-    OutcomeSkipped,
     OutputItem,
-    PendingFrame,
     PlanEdge,
     PlanNodeKind,
     PlanOp,
     PlanState,
-    RunEvent,
-    RunInterrupted,
-    RunSettled,
-    RunStarted,
+    RunOutcome,
     SetNodeFieldOp,
     TemplateProvenance,
     TurnAbort,
@@ -82,6 +87,7 @@ from .base import (
     CreateRefused,
     PlanStateRecord,
     PlanStore,
+    RunRecord,
     StateDigest,
     TransitionOk,
     TransitionRefused,
@@ -174,36 +180,78 @@ def _gate(plan_id: str, digest: str, *, by: str = "operator") -> TransitionReque
     )
 
 
-def _frame(node_id: str, kind: PlanNodeKind = "call", *edges: str) -> FrameRef:
-    branch = BranchId(segments=tuple(EdgeSegment(edge=edge) for edge in edges))
-    return FrameRef(node_id=node_id, kind=kind, branch_id=branch)
+def _start(run_id: str, digest: str) -> LogStart:
+    return LogStart(run_id=run_id, digest=digest, entry="entry", at=_AT)
 
 
-def _ok(frame: FrameRef, **fields: object) -> NodeSettled:
-    output = NodeOutput(items=(OutputItem(json_=dict(fields)),), branch_id=frame.branch_id)
-    return NodeSettled(frame=frame, outcome=OutcomeOk(output=output), at=_AT)
+def _enter(frame: int) -> LogEnter:
+    return LogEnter(frame=frame, at=_AT)
 
 
-def _run_log(run_id: str, digest: str) -> list[RunEvent]:
-    """A run that settled ``entry`` and ``notify`` (twice) ``ok``, ``fetch`` failed, one skip."""
-    entry = _frame("entry", "entry")
-    fetch = _frame("fetch", "call", "e1")
-    notify_a = _frame("notify", "call", "e1", "e2")
-    notify_b = _frame("notify", "call", "e1", "e3")
-    summary = _frame("summary", "call", "e4")
+def _ok(frame: int, **fields: object) -> LogSettle:
+    return LogSettle(frame=frame, status="ok", items=(OutputItem(json_=dict(fields)),), at=_AT)
+
+
+def _edge(
+    edge: str,
+    source: int,
+    frame: int,
+    node: str,
+    kind: PlanNodeKind = "call",
+    *,
+    evidence: object = None,
+) -> LogEdge:
+    return LogEdge(
+        edge=edge,
+        handle="always",
+        source=source,
+        frame=frame,
+        node=node,
+        node_kind=kind,
+        evidence=evidence,
+        at=_AT,
+    )
+
+
+def _end(outcome: RunOutcome) -> LogEnd:
+    return LogEnd(outcome=outcome, at=_AT)
+
+
+def _run_log(run_id: str, digest: str) -> list[LogEntry]:
+    """A run that aborted after settling ``entry``, ``notify`` (on two routes) and ``gather`` ok.
+
+    ``fetch`` failed (handled), ``summary`` was skipped; ``gather`` is a join whose merged frame
+    comes from a ``merge`` entry, not an ``edge``.
+    """
     return [
-        RunStarted(run_id=run_id, digest=digest, at=_AT),
-        NodeEntered(frame=entry, at=_AT),
-        _ok(entry, topic="tides", when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
-        NodeEntered(frame=fetch, at=_AT),
-        NodeSettled(
-            frame=fetch,
-            outcome=OutcomeFailed(handled=True, error=ErrorInfo(name="Timeout", message="slow")),
+        _start(run_id, digest),
+        _enter(0),
+        _ok(0, topic="tides", when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
+        _edge("e1", 0, 1, "fetch"),
+        _enter(1),
+        LogSettle(
+            frame=1,
+            status="failed",
+            handled=True,
+            error=ErrorInfo(name="Timeout", message="slow"),
             at=_AT,
         ),
-        _ok(notify_a, sent=True),
-        NodeSettled(frame=summary, outcome=OutcomeSkipped(), at=_AT),
-        _ok(notify_b, sent=True),
+        _edge("e2", 1, 2, "notify"),
+        _edge("e3", 1, 3, "notify"),
+        _enter(2),
+        _ok(2, sent=True),
+        _enter(3),
+        _ok(3, sent=True),
+        _edge("e4", 2, 4, "gather", "join"),
+        LogArrive(frame=4, fork=1, required=2, at=_AT),
+        _edge("e5", 3, 5, "gather", "join"),
+        LogMerge(frame=6, node="gather", fork=1, of=("e4", "e5"), via="e5", arrivals=(4, 5)),
+        _ok(6, merged=True),
+        _edge("e6", 6, 7, "summary"),
+        LogSettle(frame=7, status="skipped", at=_AT),
+        LogSnapshot(at=_AT),
+        LogInterrupt(cause=TurnAbort(), at=_AT),
+        _end("aborted"),
     ]
 
 
@@ -694,7 +742,8 @@ class PlanStoreConformance:
         """A clone is editable with the first n ops as stored, a clone provenance, no approval/run.
 
         ``parentDigest`` is the parent's own digest at that revision (its provenance included);
-        ``completedAtClone`` lists the node ids the parent's run settled ok, in log order.
+        ``completedAtClone`` lists the node ids the parent's run settled ok, read from its compact
+        log (a merged join frame included), in log order, each once.
         """
         provenance = TemplateProvenance(template="digest_mail")
         await store.create_plan("p", label="Morning digest", provenance=provenance)
@@ -702,8 +751,8 @@ class PlanStoreConformance:
         digest = (await store.read_state("p")).digest
         await store.transition("p", _freeze(digest))
         await store.transition("p", _gate("p", digest))
-        await store.claim_run("p", digest, "run-1")
-        await store.append_run_events("p", "run-1", _run_log("run-1", digest))
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+        await store.append_run_log("p", "run-1", 0, _run_log("run-1", digest))
         parent_ops = await store.read_ops("p")
 
         created = await store.clone_plan("p", "c", at_revision=2)
@@ -711,7 +760,7 @@ class PlanStoreConformance:
             parent="p",
             parent_digest=fold_ops("p", parent_ops[:2], provenance).view.digest,
             parent_revision=2,
-            completed_at_clone=("entry", "notify", "notify"),
+            completed_at_clone=("entry", "notify", "gather"),
         )
         assert expected.parent_digest == (await store.fold("p", revision=2)).view.digest
         assert await store.read_provenance("c") == expected
@@ -723,8 +772,9 @@ class PlanStoreConformance:
         assert await store.read_ops("c") == parent_ops[:2]
         assert await store.read_approval("c") is None
         assert await store.read_run_id("c") is None
+        assert await store.read_run("c") is None
         with pytest.raises(RunNotFoundError):
-            await store.read_run_events("c")
+            await store.read_run_log("c")
         labels = {s.plan_id: s.label for s in await store.list_plans()}
         assert labels == {"p": "Morning digest", "c": "Morning digest"}
 
@@ -778,50 +828,155 @@ class PlanStoreConformance:
         assert state.digest == view.digest
         assert isinstance(await store.transition("c", _freeze(state.digest)), TransitionOk)
 
+    @pytest.mark.asyncio
+    async def test_a_clone_of_an_unreadable_run_log_is_refused_whole(
+        self, store: PlanStore
+    ) -> None:
+        """A parent whose stored log names a frame before defining it cannot be cloned from.
+
+        Its completedAtClone would be a guess: clone_plan raises MalformedRunLogError and
+        creates nothing.
+        """
+        digest = await self._executable(store)
+        await store.claim_run("p", digest, "run-1")
+        await store.append_run_log("p", "run-1", 0, [_start("run-1", digest), _ok(3)])
+        with pytest.raises(MalformedRunLogError):
+            await store.clone_plan("p", "c")
+        assert [s.plan_id for s in await store.list_plans()] == ["p"]
+
     # ----------------------------------------------------------------------------------------
     # Runs
     # ----------------------------------------------------------------------------------------
 
+    @staticmethod
+    async def _ended(
+        store: PlanStore, outcome: RunOutcome = "aborted", *, execution: str = "exec-a"
+    ) -> tuple[str, int]:
+        """An executable ``p`` whose run ``run-1`` ran under ``execution`` and ended ``outcome``.
+
+        Returns the digest and the log's length.
+        """
+        digest = await PlanStoreConformance._executable(store)
+        claimed = await store.claim_run("p", digest, "run-1", execution=execution)
+        assert claimed == ClaimOk(run_id="run-1", resumed=False), claimed
+        log = [*_run_log("run-1", digest)[:-1], _end(outcome)]
+        assert await store.append_run_log("p", "run-1", 0, log) == len(log)
+        return digest, len(log)
+
     @pytest.mark.asyncio
     async def test_claim_needs_an_executable_plan_at_its_digest(self, store: PlanStore) -> None:
-        """claim_run is not_executable before approval and digest_mismatch on other content."""
+        """Any claim is not_executable before approval, digest_mismatch on other content.
+
+        Fresh or resume alike; nothing is recorded.
+        """
         digest = (await self._authored(store, "e")).digest
-        assert await store.claim_run("e", digest, "run-1") == ClaimRefused(
-            reason="not_executable"
-        )
         reviewable = await self._reviewable(store, "r")
-        refused = await store.claim_run("r", reviewable, "run-1")
-        assert isinstance(refused, ClaimRefused) and refused.reason == "not_executable"
         await self._executable(store, "x")
-        refused = await store.claim_run("x", digest, "run-1")
-        assert isinstance(refused, ClaimRefused) and refused.reason == "digest_mismatch"
-        for plan_id in ("e", "r", "x"):
-            assert await store.read_run_id(plan_id) is None
+        cases: list[tuple[str, str, str]] = [
+            ("e", digest, "not_executable"),
+            ("r", reviewable, "not_executable"),
+            ("x", digest, "digest_mismatch"),
+        ]
+        for plan_id, expected, reason in cases:
+            for resume in (False, True):
+                refused = await store.claim_run(
+                    plan_id, expected, "run-1", execution="exec-a", resume=resume
+                )
+                assert isinstance(refused, ClaimRefused), (plan_id, resume)
+                assert (refused.reason, refused.existing_run_id) == (reason, None)
+                assert refused.detail
+                assert await store.read_run(plan_id) is None
+                assert await store.read_run_id(plan_id) is None
 
     @pytest.mark.asyncio
     async def test_a_plan_has_one_run_ever(self, store: PlanStore) -> None:
-        """The first claim records the run; the same id resumes; any other id is refused."""
+        """The first claim records the run; the same id is resumed; any other id is refused."""
         digest = await self._executable(store)
         assert await store.claim_run("p", digest, "run-1") == ClaimOk(
-            run_id="run-1", resumed=False
+            run_id="run-1", resumed=False, log_length=0
         )
         assert await store.claim_run("p", digest, "run-1") == ClaimOk(run_id="run-1", resumed=True)
-        assert await store.claim_run("p", digest, "run-2") == ClaimRefused(
-            reason="run_already_claimed", existing_run_id="run-1"
-        )
+        for execution in (None, "exec-a"):
+            refused = await store.claim_run("p", digest, "run-2", execution=execution)
+            assert isinstance(refused, ClaimRefused)
+            assert (refused.reason, refused.existing_run_id) == ("run_already_claimed", "run-1")
         assert await store.read_run_id("p") == "run-1"
+        assert await store.read_run("p") == RunRecord(run_id="run-1")
+
+    @pytest.mark.asyncio
+    async def test_a_reservation_is_bound_by_the_first_worker(self, store: PlanStore) -> None:
+        """A client reserves the run with no execution; the first worker's claim binds its own.
+
+        After the bind, a retry of either claim is acknowledged and writes nothing; a second
+        execution is run_already_claimed.
+        """
+        digest = await self._executable(store)
+        reserved = await store.claim_run("p", digest, "run-1")
+        assert reserved == ClaimOk(run_id="run-1", resumed=False, log_length=0)
+        assert await store.read_run("p") == RunRecord(run_id="run-1", execution=None)
+        bound = await store.claim_run("p", digest, "run-1", execution="exec-a")
+        assert bound == ClaimOk(run_id="run-1", resumed=True, log_length=0)
+        assert await store.read_run("p") == RunRecord(run_id="run-1", execution="exec-a")
+        for retry in ("exec-a", None):
+            again = await store.claim_run("p", digest, "run-1", execution=retry)
+            assert again == ClaimOk(run_id="run-1", resumed=True, log_length=0)
+        second = await store.claim_run("p", digest, "run-1", execution="exec-b")
+        assert isinstance(second, ClaimRefused)
+        assert (second.reason, second.existing_run_id) == ("run_already_claimed", "run-1")
+        assert "exec-a" in second.detail
+        assert await store.read_run("p") == RunRecord(run_id="run-1", execution="exec-a")
+
+    @pytest.mark.asyncio
+    async def test_a_second_execution_never_takes_a_started_run(self, store: PlanStore) -> None:
+        """A run that has started refuses another execution; a retry gets the log's length.
+
+        A reservation whose log has entries was run by a host that binds no execution, so it is
+        no longer a reservation a worker may bind.
+        """
+        digest = await self._executable(store, "w")
+        assert await store.claim_run("w", digest, "run-1", execution="exec-a") == ClaimOk(
+            run_id="run-1", resumed=False
+        )
+        await store.append_run_log("w", "run-1", 0, [_start("run-1", digest), _enter(0)])
+        refused = await store.claim_run("w", digest, "run-1", execution="exec-b")
+        assert isinstance(refused, ClaimRefused) and refused.reason == "run_already_claimed"
+        assert await store.claim_run("w", digest, "run-1", execution="exec-a") == ClaimOk(
+            run_id="run-1", resumed=True, log_length=2
+        )
+        assert await store.read_run("w") == RunRecord(
+            run_id="run-1", execution="exec-a", log_length=2
+        )
+
+        digest = await self._executable(store, "h")
+        await store.claim_run("h", digest, "run-1")
+        await store.append_run_log("h", "run-1", 0, [_start("run-1", digest)])
+        refused = await store.claim_run("h", digest, "run-1", execution="exec-b")
+        assert isinstance(refused, ClaimRefused) and refused.reason == "run_already_claimed"
+        assert await store.claim_run("h", digest, "run-1") == ClaimOk(
+            run_id="run-1", resumed=True, log_length=1
+        )
+        assert await store.read_run("h") == RunRecord(run_id="run-1", log_length=1)
 
     @pytest.mark.asyncio
     async def test_racing_claims_exactly_one_wins(self, store: PlanStore, tmp_path: Path) -> None:
-        """Two claims with different run ids at once: one wins, the other names the winner."""
+        """Two claims at once (two run ids, or one id from two executions): exactly one wins.
+
+        The loser is run_already_claimed naming the winner's run.
+        """
         peer = await self.make_peer(store, tmp_path)
         try:
             for round_ in range(6):
                 plan_id = f"p{round_}"
                 digest = await self._executable(store, plan_id)
+                same_run = round_ % 2 == 1
                 results = await asyncio.gather(
-                    store.claim_run(plan_id, digest, f"run-a{round_}"),
-                    peer.claim_run(plan_id, digest, f"run-b{round_}"),
+                    store.claim_run(plan_id, digest, f"run-a{round_}", execution="exec-a"),
+                    peer.claim_run(
+                        plan_id,
+                        digest,
+                        f"run-a{round_}" if same_run else f"run-b{round_}",
+                        execution="exec-b",
+                    ),
                 )
                 winners = [r for r in results if isinstance(r, ClaimOk)]
                 losers = [r for r in results if isinstance(r, ClaimRefused)]
@@ -829,7 +984,9 @@ class PlanStoreConformance:
                 assert winners[0].resumed is False
                 assert losers[0].reason == "run_already_claimed"
                 assert losers[0].existing_run_id == winners[0].run_id
-                assert await store.read_run_id(plan_id) == winners[0].run_id
+                run = await store.read_run(plan_id)
+                assert run is not None and run.run_id == winners[0].run_id
+                assert run.execution == ("exec-a" if results[0].ok else "exec-b")
         finally:
             if peer is not store:
                 await peer.close()
@@ -866,61 +1023,246 @@ class PlanStoreConformance:
                 await peer.close()
 
     @pytest.mark.asyncio
-    async def test_run_event_batches_read_back_equal_and_in_order(self, store: PlanStore) -> None:
-        """Event batches append whole and read back equal, in order, artifact handles included."""
+    async def test_resume_refuses_what_it_cannot_continue(self, store: PlanStore) -> None:
+        """A resume of what cannot be continued is refused, and nothing changes.
+
+        run_not_found for no run or another id, run_not_ended while the log does not end with
+        an end entry, run_already_settled once it ended completed.
+        """
         digest = await self._executable(store)
-        await store.claim_run("p", digest, "run-1")
-        entry = _frame("entry", "entry")
-        fetch = _frame("fetch", "call", "entry_to_fetch")
-        first: list[RunEvent] = [
-            RunStarted(run_id="run-1", digest=digest, at=_AT),
-            NodeEntered(frame=entry, at=_AT),
-            _ok(entry, topic="tides", raw=b"\x01\x02", seen={"x", "y"}),
-        ]
-        handle = ArtifactHandle(tag="spool", locator="file:///a.bin", artifact_class="CsvFile")
-        key = f"{fetch.node_id}:{fetch.branch_id.key}"
-        second: list[RunEvent] = [
-            EdgeTaken(
-                edge_id="entry_to_fetch",
-                handle="always",
-                from_=entry,
-                to=fetch,
-                evidence={"because": [1, 2]},
-                at=_AT,
-            ),
-            FrontierSnapshot(
-                frames=(PendingFrame(frame=fetch, artifacts={key: handle}),), at=_AT
-            ),
-            RunInterrupted(cause=TurnAbort(), frame=fetch, at=_AT),
-            RunSettled(outcome="aborted", at=_AT),
-        ]
-        await store.append_run_events("p", "run-1", first)
-        assert await store.read_run_events("p") == first
-        await store.append_run_events("p", "run-1", second)
-        await store.append_run_events("p", "run-1", [])
-        events = await store.read_run_events("p", "run-1")
-        assert events == first + second
-        assert [e.kind for e in events] == [e.kind for e in first + second]
-        snapshot = events[4]
-        assert isinstance(snapshot, FrontierSnapshot)
-        assert isinstance(snapshot.frames[0].artifacts[key], ArtifactHandle)
-        assert snapshot.frames[0].artifacts[key] == handle
+
+        async def refused(run_id: str = "run-1") -> tuple[str, str | None]:
+            before = await store.read_run("p")
+            answer = await store.claim_run("p", digest, run_id, execution="exec-b", resume=True)
+            assert isinstance(answer, ClaimRefused), answer
+            assert answer.detail
+            assert await store.read_run("p") == before
+            return answer.reason, answer.existing_run_id
+
+        assert await refused() == ("run_not_found", None)
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+        assert await refused("run-2") == ("run_not_found", "run-1")
+        assert await refused() == ("run_not_ended", "run-1")
+        log = _run_log("run-1", digest)
+        await store.append_run_log("p", "run-1", 0, log[:-1])
+        assert await refused() == ("run_not_ended", "run-1")
+        await store.append_run_log("p", "run-1", len(log) - 1, [_end("completed")])
+        assert await store.read_run("p") == RunRecord(
+            run_id="run-1", execution="exec-a", outcome="completed", log_length=len(log)
+        )
+        assert await refused() == ("run_already_settled", "run-1")
+        assert await refused("run-2") == ("run_not_found", "run-1")
 
     @pytest.mark.asyncio
-    async def test_run_events_need_the_plans_run(self, store: PlanStore) -> None:
-        """Events cannot be written or read without the plan's run id: RunNotFoundError."""
+    async def test_resume_binds_a_new_execution_and_reports_the_log_length(
+        self, store: PlanStore
+    ) -> None:
+        """An aborted or halted run resumes under a new execution, from its log's length.
+
+        Only that execution holds the run until its log ends again.
+        """
+        digest, length = await self._ended(store, "aborted")
+        assert await store.read_run("p") == RunRecord(
+            run_id="run-1", execution="exec-a", outcome="aborted", log_length=length
+        )
+        resumed = await store.claim_run("p", digest, "run-1", execution="exec-b", resume=True)
+        assert resumed == ClaimOk(run_id="run-1", resumed=True, log_length=length)
+        running = RunRecord(run_id="run-1", execution="exec-b", log_length=length)
+        assert await store.read_run("p") == running
+        retry = await store.claim_run("p", digest, "run-1", execution="exec-b", resume=True)
+        assert retry == resumed
+        for execution, resume, reason in (
+            ("exec-c", True, "run_not_ended"),
+            ("exec-a", True, "run_not_ended"),
+            (None, True, "run_not_ended"),
+            ("exec-c", False, "run_already_claimed"),
+        ):
+            other = await store.claim_run("p", digest, "run-1", execution=execution, resume=resume)
+            assert isinstance(other, ClaimRefused) and other.reason == reason, execution
+        assert await store.read_run("p") == running
+        fresh_retry = await store.claim_run("p", digest, "run-1", execution="exec-b")
+        assert fresh_retry == resumed
+
+        tail: list[LogEntry] = [LogInterrupt(cause=TurnAbort(), at=_AT), _end("halted")]
+        assert await store.append_run_log("p", "run-1", length, tail) == length + 2
+        assert (await store.read_run("p")) == RunRecord(
+            run_id="run-1", execution="exec-b", outcome="halted", log_length=length + 2
+        )
+        again = await store.claim_run("p", digest, "run-1", execution="exec-c", resume=True)
+        assert again == ClaimOk(run_id="run-1", resumed=True, log_length=length + 2)
+        assert await store.read_run_log("p", start=length) == tail
+
+    @pytest.mark.asyncio
+    async def test_racing_resumes_exactly_one_wins(self, store: PlanStore, tmp_path: Path) -> None:
+        """Two executions resuming one ended run at once: one holds it, one is run_not_ended."""
+        peer = await self.make_peer(store, tmp_path)
+        try:
+            digest, length = await self._ended(store)
+            results = await asyncio.gather(
+                store.claim_run("p", digest, "run-1", execution="exec-b", resume=True),
+                peer.claim_run("p", digest, "run-1", execution="exec-c", resume=True),
+            )
+            winners = [r for r in results if isinstance(r, ClaimOk)]
+            losers = [r for r in results if isinstance(r, ClaimRefused)]
+            assert len(winners) == 1 and len(losers) == 1
+            assert winners[0].log_length == length
+            assert losers[0].reason == "run_not_ended"
+            run = await store.read_run("p")
+            assert run is not None and run.outcome is None
+            assert run.execution == ("exec-b" if results[0].ok else "exec-c")
+        finally:
+            if peer is not store:
+                await peer.close()
+
+    @pytest.mark.asyncio
+    async def test_run_log_reads_back_equal_and_in_order(self, store: PlanStore) -> None:
+        """Entries append in batches and read back equal, in order, with their values' types.
+
+        Bytes, sets, datetimes and artifact handles survive; the read-back log expands to the
+        same contract events as the original.
+        """
         digest = await self._executable(store)
-        event = RunStarted(run_id="run-1", digest=digest, at=_AT)
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+        handle = ArtifactHandle(tag="spool", locator="file:///a.bin", artifact_class="CsvFile")
+        first: list[LogEntry] = [
+            _start("run-1", digest),
+            _enter(0),
+            LogSettle(
+                frame=0,
+                status="ok",
+                items=(OutputItem(json_={"raw": b"\x01\x02", "seen": {"x", "y"}}),),
+                artifact=handle,
+                at=_AT,
+            ),
+        ]
+        second: list[LogEntry] = [
+            _edge(
+                "entry_to_fetch",
+                0,
+                1,
+                "fetch",
+                evidence={"because": [1, 2], "when": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)},
+            ),
+            LogSnapshot(at=_AT),
+            LogInterrupt(cause=TurnAbort(), frame=1, at=_AT),
+            _end("aborted"),
+        ]
+        assert await store.append_run_log("p", "run-1", 0, first) == 3
+        assert await store.read_run_log("p") == first
+        assert await store.append_run_log("p", "run-1", 3, second) == 7
+        assert await store.append_run_log("p", "run-1", 7, []) == 7
+        log = await store.read_run_log("p", "run-1")
+        assert log == first + second
+        settle = log[2]
+        assert isinstance(settle, LogSettle) and settle.artifact == handle
+        assert type(settle.items[0].json_["raw"]) is bytes
+        assert type(settle.items[0].json_["seen"]) is set
+        assert expand_log(log) == expand_log(first + second)
+
+    @pytest.mark.asyncio
+    async def test_run_log_pages_by_start_and_limit(self, store: PlanStore) -> None:
+        """read_run_log(start, limit) is the slice [start, start + limit) of the log.
+
+        Past the end it is empty; a negative start or limit is RunLogConflictError.
+        """
+        digest, length = await self._ended(store)
+        log = await store.read_run_log("p")
+        assert len(log) == length
+        for start, limit in ((0, None), (0, 5), (5, 5), (length - 2, 10), (length, 3), (99, 1)):
+            stop = None if limit is None else start + limit
+            page = await store.read_run_log("p", "run-1", start=start, limit=limit)
+            assert page == log[start:stop], (start, limit)
+        assert await store.read_run_log("p", start=3, limit=0) == []
+        for start, limit in ((-1, None), (0, -1)):
+            with pytest.raises(RunLogConflictError):
+                await store.read_run_log("p", start=start, limit=limit)
+
+    @pytest.mark.asyncio
+    async def test_run_log_appends_are_idempotent_by_position(self, store: PlanStore) -> None:
+        """Re-writing held positions with the same entries writes only the new tail.
+
+        A batch that adds nothing changes nothing, not even the outcome a resume cleared.
+        """
+        digest, length = await self._ended(store)
+        log = await store.read_run_log("p")
+        assert await store.append_run_log("p", "run-1", 0, log) == length
+        assert await store.append_run_log("p", "run-1", 4, log[4:9]) == length
+        await store.claim_run("p", digest, "run-1", execution="exec-b", resume=True)
+        running = await store.read_run("p")
+        assert running is not None and running.outcome is None
+        assert await store.append_run_log("p", "run-1", length - 1, log[-1:]) == length
+        assert await store.read_run("p") == running
+        tail: list[LogEntry] = [_enter(7), LogSettle(frame=7, status="skipped", at=_AT)]
+        grown = await store.append_run_log("p", "run-1", length - 2, [*log[-2:], *tail])
+        assert grown == length + 2
+        assert await store.read_run_log("p") == [*log, *tail]
+        # Equal entries are equal whatever the order of a staged map's keys.
+        reordered = _edge("e9", 6, 9, "late", evidence={"b": 2, "a": 1})
+        assert await store.append_run_log("p", "run-1", grown, [reordered]) == grown + 1
+        again = reordered.model_copy(update={"evidence": {"a": 1, "b": 2}})
+        assert await store.append_run_log("p", "run-1", grown, [again]) == grown + 1
+
+    @pytest.mark.asyncio
+    async def test_run_log_conflicts_and_gaps_are_refused_whole(self, store: PlanStore) -> None:
+        """A held position with another entry, a gap or a negative start is RunLogConflictError.
+
+        Entries are compared by canonical JSON, so ``1`` and ``1.0`` differ. Nothing of the
+        batch is written.
+        """
+        digest = await self._executable(store)
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+        log: list[LogEntry] = [_start("run-1", digest), _enter(0), _ok(0, n=1)]
+        await store.append_run_log("p", "run-1", 0, log)
+        before = await store.read_run("p")
+        batches: list[tuple[int, list[LogEntry]]] = [
+            (2, [_ok(0, n=1.0), _edge("e1", 0, 1, "fetch")]),
+            (1, [_enter(0), _ok(0, n=2), _end("completed")]),
+            (0, [_start("run-2", digest)]),
+            (4, [_end("completed")]),
+            (-1, [_start("run-1", digest)]),
+        ]
+        for start, batch in batches:
+            with pytest.raises(RunLogConflictError):
+                await store.append_run_log("p", "run-1", start, batch)
+            assert await store.read_run_log("p") == log
+            assert await store.read_run("p") == before
+
+    @pytest.mark.asyncio
+    async def test_the_run_keeps_the_outcome_its_log_ends_with(self, store: PlanStore) -> None:
+        """After an append that writes, the outcome is the last entry's if it is ``end``."""
+        digest = await self._executable(store)
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+
+        async def outcome() -> str | None:
+            run = await store.read_run("p")
+            assert run is not None
+            return run.outcome
+
+        assert await store.append_run_log("p", "run-1", 0, [_start("run-1", digest)]) == 1
+        assert await outcome() is None
+        await store.append_run_log("p", "run-1", 1, [_enter(0), _end("halted")])
+        assert await outcome() == "halted"
+        await store.append_run_log("p", "run-1", 3, [LogSnapshot(at=_AT)])
+        assert await outcome() is None
+        await store.append_run_log("p", "run-1", 4, [_end("aborted")])
+        assert await outcome() == "aborted"
+
+    @pytest.mark.asyncio
+    async def test_run_log_needs_the_plans_run(self, store: PlanStore) -> None:
+        """The log cannot be written or read without the plan's run id: RunNotFoundError."""
+        digest = await self._executable(store)
+        entry = _start("run-1", digest)
         with pytest.raises(RunNotFoundError):
-            await store.append_run_events("p", "run-1", [event])
+            await store.append_run_log("p", "run-1", 0, [entry])
         with pytest.raises(RunNotFoundError):
-            await store.read_run_events("p")
+            await store.read_run_log("p")
         await store.claim_run("p", digest, "run-1")
         with pytest.raises(RunNotFoundError):
-            await store.append_run_events("p", "run-2", [event])
+            await store.append_run_log("p", "run-2", 0, [entry])
         with pytest.raises(RunNotFoundError):
-            await store.read_run_events("p", "run-2")
-        assert await store.read_run_events("p", "run-1") == []
+            await store.read_run_log("p", "run-2")
+        assert await store.read_run_log("p", "run-1") == []
+        assert await store.read_run("p") == RunRecord(run_id="run-1")
 
     # ----------------------------------------------------------------------------------------
     # Unknown plans, listings
@@ -929,7 +1271,7 @@ class PlanStoreConformance:
     @pytest.mark.asyncio
     async def test_unknown_plan_raises_plan_not_found(self, store: PlanStore) -> None:
         """Every method that addresses a plan raises PlanNotFoundError for an unknown id."""
-        event = RunStarted(run_id="run-1", digest="d", at=_AT)
+        entry = _start("run-1", "d")
         calls: dict[str, Callable[[], Awaitable[object]]] = {
             "append_ops": lambda: store.append_ops("ghost", [_entry_op()]),
             "read_ops": lambda: store.read_ops("ghost"),
@@ -939,9 +1281,11 @@ class PlanStoreConformance:
             "transition": lambda: store.transition("ghost", _freeze("d")),
             "read_approval": lambda: store.read_approval("ghost"),
             "claim_run": lambda: store.claim_run("ghost", "d", "run-1"),
+            "resume": lambda: store.claim_run("ghost", "d", "run-1", resume=True),
             "read_run_id": lambda: store.read_run_id("ghost"),
-            "append_run_events": lambda: store.append_run_events("ghost", "run-1", [event]),
-            "read_run_events": lambda: store.read_run_events("ghost"),
+            "read_run": lambda: store.read_run("ghost"),
+            "append_run_log": lambda: store.append_run_log("ghost", "run-1", 0, [entry]),
+            "read_run_log": lambda: store.read_run_log("ghost"),
         }
         for name, call in calls.items():
             with pytest.raises(PlanNotFoundError):
@@ -980,7 +1324,7 @@ class PlanStoreConformance:
 
     @pytest.mark.asyncio
     async def test_every_write_refreshes_updated_at(self, store: PlanStore) -> None:
-        """The updatedAt stamp moves forward on append, freeze, approval, claim and event append."""
+        """The updatedAt stamp moves forward on append, freeze, approval, claim, log and resume."""
 
         async def stamp() -> dt.datetime:
             (summary,) = await store.list_plans()
@@ -1004,11 +1348,12 @@ class PlanStoreConformance:
             await store.claim_run("p", digest, "run-1")
 
         async def record() -> None:
-            await store.append_run_events(
-                "p", "run-1", [RunStarted(run_id="run-1", digest=digest, at=_AT)]
-            )
+            await store.append_run_log("p", "run-1", 0, [_start("run-1", digest), _end("halted")])
 
-        for write in (append, freeze, approve, claim, record):
+        async def resume() -> None:
+            await store.claim_run("p", digest, "run-1", execution="exec-b", resume=True)
+
+        for write in (append, freeze, approve, claim, record, resume):
             await asyncio.sleep(0.02)
             await write()
             stamps.append(await stamp())

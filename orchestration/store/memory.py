@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 
 from orchestration.errors import PlanNotFoundError
 from orchestration.ops import FoldResult, fold_ops
+from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,
     PlanOp,
     PlanProvenance,
     PlanState,
     PlanSummary,
-    RunEvent,
+    RunOutcome,
     TemplateProvenance,
 )
 
@@ -39,6 +40,7 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    RunRecord,
     TransitionOk,
     TransitionRefused,
     TransitionRequest,
@@ -60,12 +62,26 @@ class _Plan:
     fingerprints: dict[str, str] = field(default_factory=dict)
     approval: ApprovalRecord | None = None
     run_id: str | None = None
-    events: list[RunEvent] = field(default_factory=list)
+    run_execution: str | None = None
+    run_outcome: RunOutcome | None = None
+    log: list[LogEntry] = field(default_factory=list)
+    log_bodies: list[str] = field(default_factory=list)
+    """The canonical body of each entry of ``log``, which a held position is compared by."""
 
     def refold(self) -> None:
         view = fold_ops(self.plan_id, self.ops, self.provenance).view
         self.digest = view.digest
         self.node_count = len(view.nodes)
+
+    def run(self) -> RunRecord | None:
+        if self.run_id is None:
+            return None
+        return RunRecord(
+            run_id=self.run_id,
+            execution=self.run_execution,
+            outcome=self.run_outcome,
+            log_length=len(self.log),
+        )
 
 
 class MemoryPlanStore:
@@ -130,9 +146,7 @@ class MemoryPlanStore:
             clone = _Plan(
                 plan_id=new_id,
                 label=source.label,
-                provenance=_rules.clone_provenance(
-                    source_id, ops, source.provenance, _rules.settled_ok_node_ids(source.events)
-                ),
+                provenance=_rules.clone_provenance(source_id, ops, source.provenance, source.log),
                 digest="",
                 node_count=0,
                 updated_at=self._clock(),
@@ -256,24 +270,32 @@ class MemoryPlanStore:
             return self._get("read_approval", plan_id).approval
 
     async def claim_run(
-        self, plan_id: str, expected_digest: str, run_id: str
+        self,
+        plan_id: str,
+        expected_digest: str,
+        run_id: str,
+        *,
+        execution: str | None = None,
+        resume: bool = False,
     ) -> ClaimOk | ClaimRefused:
-        """Record ``run_id`` as the plan's one run; atomic compare-and-set.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
+        """Claim the plan's one run for ``execution`` (see ``PlanStore``)."""
         async with self._lock:
             plan = self._get("claim_run", plan_id)
-            answer = _rules.screen_claim(
-                plan.state, plan.digest, plan.run_id, expected_digest, run_id
+            answer, record = _rules.screen_claim(
+                plan.state,
+                plan.digest,
+                plan.run(),
+                expected_digest,
+                run_id,
+                execution,
+                resume=resume,
             )
-            if answer is not None:
-                return answer
-            plan.run_id = run_id
-            plan.updated_at = self._clock()
-            return ClaimOk(run_id=run_id, resumed=False)
+            if record is not None:
+                plan.run_id = record.run_id
+                plan.run_execution = record.execution
+                plan.run_outcome = record.outcome
+                plan.updated_at = self._clock()
+            return answer
 
     async def read_run_id(self, plan_id: str) -> str | None:
         """The plan's run id, once claimed.
@@ -285,35 +307,35 @@ class MemoryPlanStore:
         async with self._lock:
             return self._get("read_run_id", plan_id).run_id
 
-    async def append_run_events(
-        self, plan_id: str, run_id: str, events: Sequence[RunEvent]
-    ) -> None:
-        """Append a batch of run events atomically.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RunNotFoundError: ``run_id`` is not the plan's run.
-
-        """
+    async def read_run(self, plan_id: str) -> RunRecord | None:
+        """The plan's run, or ``None`` before any claim (see ``PlanStore``)."""
         async with self._lock:
-            plan = self._get("append_run_events", plan_id)
-            _rules.check_run_to_append(plan_id, plan.run_id, run_id)
-            if events:
-                plan.events.extend(events)
+            return self._get("read_run", plan_id).run()
+
+    async def append_run_log(
+        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+    ) -> int:
+        """Write ``entries`` from position ``start``, idempotently (see ``PlanStore``)."""
+        async with self._lock:
+            plan = self._get("append_run_log", plan_id)
+            append = _rules.screen_log_append(plan_id, plan.run(), run_id, start, entries)
+            first, stop = append.held
+            write = append.write(plan.log_bodies[first:stop])
+            if write.entries:
+                plan.log.extend(write.entries)
+                plan.log_bodies.extend(write.bodies)
+                plan.run_outcome = write.outcome
                 plan.updated_at = self._clock()
+            return write.length
 
-    async def read_run_events(self, plan_id: str, run_id: str | None = None) -> list[RunEvent]:
-        """The run's events in append order; ``run_id=None`` reads the plan's only run.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RunNotFoundError: the plan has no run, or not ``run_id``.
-
-        """
+    async def read_run_log(
+        self, plan_id: str, run_id: str | None = None, *, start: int = 0, limit: int | None = None
+    ) -> list[LogEntry]:
+        """The run's log from ``start``, at most ``limit`` entries (see ``PlanStore``)."""
         async with self._lock:
-            plan = self._get("read_run_events", plan_id)
-            _rules.check_run_to_read(plan_id, plan.run_id, run_id)
-            return list(plan.events)
+            plan = self._get("read_run_log", plan_id)
+            first, stop = _rules.screen_log_read(plan_id, plan.run(), run_id, start, limit)
+            return plan.log[first:stop]
 
     async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
         """Summaries in creation order, optionally only those in ``state``."""

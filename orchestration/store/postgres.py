@@ -19,9 +19,8 @@ connection to that database:
 
 The statements, and the records' JSON columns, are those of the SQLite store (:mod:`._sql`,
 :mod:`._rows`); the tables are prefixed ``orch_`` so that the store can share a database with
-other applications. The run-event query for a clone's ``completedAtClone`` is answered by the
-shared rule over the parsed events rather than by SQL over JSON, so the stores cannot disagree
-on it.
+other applications. A clone's ``completedAtClone`` is read from the parsed run log by the shared
+rule rather than by SQL over JSON, so the stores cannot disagree on it.
 
 Each store owns an ``AsyncConnectionPool`` (psycopg 3), opened on first use so that
 constructing the store does no I/O. Parsed op logs of recently used plans are kept per store
@@ -39,13 +38,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from orchestration.errors import OrchestrationError
 from orchestration.ops import FoldResult, fold_ops
+from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,
     PlanOp,
     PlanProvenance,
     PlanState,
     PlanSummary,
-    RunEvent,
     TemplateProvenance,
 )
 
@@ -59,6 +58,7 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    RunRecord,
     TransitionOk,
     TransitionRefused,
     TransitionRequest,
@@ -93,6 +93,26 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             UNIQUE (plan_id, op_id)
         );
         CREATE TABLE orch_run_events (
+            plan_id     TEXT NOT NULL REFERENCES orch_plans (plan_id),
+            position    INTEGER NOT NULL,
+            body        TEXT NOT NULL,
+            PRIMARY KEY (plan_id, position)
+        );
+        """,
+    ),
+    (
+        2,
+        # The run's execution and outcome, and its compact log. A run claimed under version 1
+        # is bound to an execution no worker has (see _rules.VERSION_1_EXECUTION);
+        # orch_run_events stays as it was, unused.
+        f"""
+        ALTER TABLE orch_plans
+            ADD COLUMN run_execution TEXT,
+            ADD COLUMN run_outcome TEXT
+                CHECK (run_outcome IN ('completed', 'halted', 'aborted'));
+        UPDATE orch_plans SET run_execution = '{_rules.VERSION_1_EXECUTION}'
+            WHERE run_id IS NOT NULL;
+        CREATE TABLE orch_run_log (
             plan_id     TEXT NOT NULL REFERENCES orch_plans (plan_id),
             position    INTEGER NOT NULL,
             body        TEXT NOT NULL,
@@ -260,10 +280,29 @@ class PostgresPlanStore:
             log = _oplog.extended(seen, plan_id, log, rows, whole=through == current)
         return _oplog.prefix(log, through)
 
+    async def _run(
+        self,
+        conn: AsyncConnection[Any],
+        method: str,
+        plan_id: str,
+        *,
+        lock: RowLock | None = None,
+    ) -> RunRecord | None:
+        """The plan's run, with its log's length.
+
+        ``lock`` holds the row, and so the log (every append locks the row first), still while
+        the length is read: READ COMMITTED gives each statement its own snapshot.
+        """
+        columns = await self._row(conn, method, plan_id, _rows.RUN_COLUMNS, lock=lock)
+        row = await (await conn.execute(_SQL.run_log_length, (plan_id,))).fetchone()
+        return _rows.run(columns, 0 if row is None else row[0])
+
     @staticmethod
-    async def _events(conn: AsyncConnection[Any], plan_id: str) -> list[RunEvent]:
-        cursor = await conn.execute(_SQL.event_bodies, (plan_id,))
-        return _rows.events(await cursor.fetchall())
+    async def _log_bodies(
+        conn: AsyncConnection[Any], plan_id: str, first: int, stop: int
+    ) -> list[Any]:
+        cursor = await conn.execute(_SQL.run_log_bodies, (plan_id, first, stop))
+        return await cursor.fetchall()
 
     # ----------------------------------------------------------------------------------------
     # PlanStore
@@ -319,7 +358,7 @@ class PostgresPlanStore:
                 source_id,
                 ops,
                 _rows.provenance(source_provenance),
-                _rules.settled_ok_node_ids(await self._events(conn, source_id)),
+                _rows.log(await (await conn.execute(_SQL.whole_run_log, (source_id,))).fetchall()),
             )
             view = fold_ops(new_id, ops, provenance).view
             row = _rows.new_plan(
@@ -482,26 +521,34 @@ class PostgresPlanStore:
         return _rows.approval(await self._column("read_approval", plan_id, "approval"))
 
     async def claim_run(
-        self, plan_id: str, expected_digest: str, run_id: str
+        self,
+        plan_id: str,
+        expected_digest: str,
+        run_id: str,
+        *,
+        execution: str | None = None,
+        resume: bool = False,
     ) -> ClaimOk | ClaimRefused:
-        """Record ``run_id`` as the plan's one run; atomic compare-and-set across hosts.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
+        """Claim the plan's one run for ``execution``, atomically across hosts."""
 
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> ClaimOk | ClaimRefused:
-            state, digest, existing = await self._row(
-                conn, "claim_run", plan_id, "state, digest, run_id", lock="update"
+            state, digest = await self._row(
+                conn, "claim_run", plan_id, "state, digest", lock="update"
             )
-            answer = _rules.screen_claim(state, digest, existing, expected_digest, run_id)
-            if answer is not None:
-                return answer
-            await conn.execute(_SQL.set_run, (run_id, self._clock(), plan_id))
-            return ClaimOk(run_id=run_id, resumed=False)
+            answer, record = _rules.screen_claim(
+                state,
+                digest,
+                await self._run(conn, "claim_run", plan_id),
+                expected_digest,
+                run_id,
+                execution,
+                resume=resume,
+            )
+            if record is not None:
+                await conn.execute(_SQL.set_run, _rows.new_run(plan_id, record, self._clock()))
+            return answer
 
         return await self._transaction(work)
 
@@ -514,48 +561,43 @@ class PostgresPlanStore:
         """
         return await self._column("read_run_id", plan_id, "run_id")
 
-    async def append_run_events(
-        self, plan_id: str, run_id: str, events: Sequence[RunEvent]
-    ) -> None:
-        """Append a batch of run events atomically.
+    async def read_run(self, plan_id: str) -> RunRecord | None:
+        """The plan's run, or ``None`` before any claim (see ``PlanStore``)."""
 
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RunNotFoundError: ``run_id`` is not the plan's run.
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> RunRecord | None:
+            return await self._run(conn, "read_run", plan_id, lock="share")
 
-        """
-        bodies = [event.model_dump_json() for event in events]
+        return await self._transaction(work)
 
-        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> None:
-            (claimed,) = await self._row(
-                conn, "append_run_events", plan_id, "run_id", lock="update"
-            )
-            _rules.check_run_to_append(plan_id, claimed, run_id)
-            if not bodies:
-                return
-            row = await (await conn.execute(_SQL.next_event_position, (plan_id,))).fetchone()
-            start: int = 0 if row is None else row[0]
-            async with conn.cursor() as insert:
-                await insert.executemany(
-                    _SQL.insert_events, _rows.new_events(plan_id, start, bodies)
-                )
-            await conn.execute(_SQL.touch, (self._clock(), plan_id))
+    async def append_run_log(
+        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+    ) -> int:
+        """Write ``entries`` from position ``start``, idempotently (see ``PlanStore``)."""
 
-        await self._transaction(work)
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> int:
+            run = await self._run(conn, "append_run_log", plan_id, lock="update")
+            append = _rules.screen_log_append(plan_id, run, run_id, start, entries)
+            held = await self._log_bodies(conn, plan_id, *append.held)
+            write = append.write([body for (body,) in held])
+            if write.entries:
+                async with conn.cursor() as insert:
+                    await insert.executemany(_SQL.insert_run_log, _rows.new_log(plan_id, write))
+                await conn.execute(_SQL.set_run_outcome, (write.outcome, self._clock(), plan_id))
+            return write.length
 
-    async def read_run_events(self, plan_id: str, run_id: str | None = None) -> list[RunEvent]:
-        """The run's events in append order; ``run_id=None`` reads the plan's only run.
+        return await self._transaction(work)
 
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RunNotFoundError: the plan has no run, or not ``run_id``.
+    async def read_run_log(
+        self, plan_id: str, run_id: str | None = None, *, start: int = 0, limit: int | None = None
+    ) -> list[LogEntry]:
+        """The run's log from ``start``, at most ``limit`` entries (see ``PlanStore``)."""
 
-        """
-
-        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> list[RunEvent]:
-            (claimed,) = await self._row(conn, "read_run_events", plan_id, "run_id")
-            _rules.check_run_to_read(plan_id, claimed, run_id)
-            return await self._events(conn, plan_id)
+        async def work(conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]) -> list[LogEntry]:
+            run = await self._run(conn, "read_run_log", plan_id, lock="share")
+            first, stop = _rules.screen_log_read(plan_id, run, run_id, start, limit)
+            return _rows.log(await self._log_bodies(conn, plan_id, first, stop))
 
         return await self._transaction(work)
 

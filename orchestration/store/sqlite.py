@@ -11,6 +11,9 @@ One SQLite file holds every plan. Several OS processes on one machine may open i
   nothing; an exception rolls the whole transaction back, so a batch is all or nothing.
 * Commits use ``synchronous=FULL``: an acknowledged write (a run claim above all) survives a
   crash of the process or of the machine.
+* The layout is versioned (``PRAGMA user_version``): opening a file written by an older
+  version applies the missing steps of :data:`MIGRATIONS` in place, in one ``BEGIN IMMEDIATE``
+  transaction, so of several processes opening it exactly one upgrades it.
 
 The statements, and the records' JSON columns, are those of the PostgreSQL store (:mod:`._sql`,
 :mod:`._rows`). The current digest, revision and node count are kept in the ``plans`` row and
@@ -37,13 +40,13 @@ from typing import Any, TypeVar
 
 from orchestration.errors import OrchestrationError
 from orchestration.ops import FoldResult, fold_ops
+from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,
     PlanOp,
     PlanProvenance,
     PlanState,
     PlanSummary,
-    RunEvent,
     TemplateProvenance,
 )
 
@@ -57,17 +60,18 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    RunRecord,
     TransitionOk,
     TransitionRefused,
     TransitionRequest,
 )
 
-__all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqlitePlanStore"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SchemaVersionError", "SqlitePlanStore"]
 
-SCHEMA_VERSION = 1
-"""The layout this module reads and writes, kept in the file as ``PRAGMA user_version``."""
-
-_SCHEMA = """
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
 CREATE TABLE IF NOT EXISTS plans (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
     plan_id     TEXT NOT NULL UNIQUE,
@@ -96,7 +100,43 @@ CREATE TABLE IF NOT EXISTS run_events (
     body        TEXT NOT NULL,
     PRIMARY KEY (plan_id, position)
 ) WITHOUT ROWID;
-"""
+""",
+    ),
+    (
+        2,
+        # The run's execution and outcome, and its compact log. A run claimed under version 1
+        # is bound to an execution no worker has (see _rules.VERSION_1_EXECUTION); run_events
+        # stays as it was, unused.
+        f"""
+ALTER TABLE plans ADD COLUMN run_execution TEXT;
+ALTER TABLE plans ADD COLUMN run_outcome TEXT
+    CHECK (run_outcome IN ('completed', 'halted', 'aborted'));
+UPDATE plans SET run_execution = '{_rules.VERSION_1_EXECUTION}' WHERE run_id IS NOT NULL;
+CREATE TABLE run_log (
+    plan_id     TEXT NOT NULL REFERENCES plans (plan_id),
+    position    INTEGER NOT NULL,
+    body        TEXT NOT NULL,
+    PRIMARY KEY (plan_id, position)
+) WITHOUT ROWID;
+""",
+    ),
+)
+"""``(version, DDL)`` in order; a file at version ``v`` gets every later step, once, on open."""
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The layout this module reads and writes, kept in the file as ``PRAGMA user_version``."""
+
+
+def _layout_from(version: int) -> list[str]:
+    """The statements that take a file at ``version`` to :data:`SCHEMA_VERSION`."""
+    return [
+        statement
+        for step, ddl in MIGRATIONS
+        if step > version
+        for statement in ddl.split(";")
+        if statement.strip()
+    ]
+
 
 _T = TypeVar("_T")
 
@@ -182,24 +222,25 @@ class SqlitePlanStore:
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                # Under the write lock, so that of several processes opening an old file
+                # exactly one upgrades it and the others see it upgraded.
                 with _transaction(conn, "BEGIN IMMEDIATE"):
-                    self._check_version(conn)
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    for statement in _layout_from(self._check_version(conn)):
+                        conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _check_version(self, conn: sqlite3.Connection) -> None:
+    def _check_version(self, conn: sqlite3.Connection) -> int:
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"{self._path} has schema version {version}; this store reads version "
                 f"{SCHEMA_VERSION}. Upgrade the library to open it."
             )
+        return version
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching a fresh file to WAL needs a moment of exclusive access; a process opening
@@ -274,6 +315,19 @@ class SqlitePlanStore:
             log = _oplog.extended(self._seen, plan_id, log, rows, whole=through == current)
         return _oplog.prefix(log, through)
 
+    def _run(
+        self,
+        conn: sqlite3.Connection,
+        method: str,
+        plan_id: str,
+        *,
+        lock: RowLock | None = None,
+    ) -> RunRecord | None:
+        """The plan's run, with its log's length."""
+        columns = self._row(conn, method, plan_id, _rows.RUN_COLUMNS, lock=lock)
+        (length,) = conn.execute(_SQL.run_log_length, (plan_id,)).fetchone()
+        return _rows.run(columns, length)
+
     # ----------------------------------------------------------------------------------------
     # PlanStore
     # ----------------------------------------------------------------------------------------
@@ -319,18 +373,11 @@ class SqlitePlanStore:
             if isinstance(revision, CreateRefused):
                 return revision
             ops = self._log(conn, source_id, revision, source_revision)
-            # SQLite answers this from the stored JSON, sparing the parse of every event.
-            completed = conn.execute(
-                "SELECT json_extract(body, '$.frame.nodeId') FROM run_events"
-                " WHERE plan_id = ? AND json_extract(body, '$.kind') = 'node_settled'"
-                " AND json_extract(body, '$.outcome.status') = 'ok' ORDER BY position",
-                (source_id,),
-            ).fetchall()
             provenance = _rules.clone_provenance(
                 source_id,
                 ops,
                 _rows.provenance(source_provenance),
-                (node_id for (node_id,) in completed),
+                _rows.log(conn.execute(_SQL.whole_run_log, (source_id,))),
             )
             view = fold_ops(new_id, ops, provenance).view
             row = _rows.new_plan(
@@ -479,24 +526,30 @@ class SqlitePlanStore:
         return _rows.approval(await self._column("read_approval", plan_id, "approval"))
 
     async def claim_run(
-        self, plan_id: str, expected_digest: str, run_id: str
+        self,
+        plan_id: str,
+        expected_digest: str,
+        run_id: str,
+        *,
+        execution: str | None = None,
+        resume: bool = False,
     ) -> ClaimOk | ClaimRefused:
-        """Record ``run_id`` as the plan's one run; atomic compare-and-set across processes.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
+        """Claim the plan's one run for ``execution``, atomically across processes."""
 
         def work(conn: sqlite3.Connection) -> ClaimOk | ClaimRefused:
-            state, digest, existing = self._row(
-                conn, "claim_run", plan_id, "state, digest, run_id", lock="update"
+            state, digest = self._row(conn, "claim_run", plan_id, "state, digest", lock="update")
+            answer, record = _rules.screen_claim(
+                state,
+                digest,
+                self._run(conn, "claim_run", plan_id),
+                expected_digest,
+                run_id,
+                execution,
+                resume=resume,
             )
-            answer = _rules.screen_claim(state, digest, existing, expected_digest, run_id)
-            if answer is not None:
-                return answer
-            conn.execute(_SQL.set_run, (run_id, self._clock(), plan_id))
-            return ClaimOk(run_id=run_id, resumed=False)
+            if record is not None:
+                conn.execute(_SQL.set_run, _rows.new_run(plan_id, record, self._clock()))
+            return answer
 
         return await self._writing(work)
 
@@ -509,42 +562,40 @@ class SqlitePlanStore:
         """
         return await self._column("read_run_id", plan_id, "run_id")
 
-    async def append_run_events(
-        self, plan_id: str, run_id: str, events: Sequence[RunEvent]
-    ) -> None:
-        """Append a batch of run events atomically.
+    async def read_run(self, plan_id: str) -> RunRecord | None:
+        """The plan's run, or ``None`` before any claim (see ``PlanStore``)."""
 
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RunNotFoundError: ``run_id`` is not the plan's run.
+        def work(conn: sqlite3.Connection) -> RunRecord | None:
+            return self._run(conn, "read_run", plan_id)
 
-        """
-        bodies = [event.model_dump_json() for event in events]
+        return await self._reading(work)
 
-        def work(conn: sqlite3.Connection) -> None:
-            (claimed,) = self._row(conn, "append_run_events", plan_id, "run_id", lock="update")
-            _rules.check_run_to_append(plan_id, claimed, run_id)
-            if not bodies:
-                return
-            (start,) = conn.execute(_SQL.next_event_position, (plan_id,)).fetchone()
-            conn.executemany(_SQL.insert_events, _rows.new_events(plan_id, start, bodies))
-            conn.execute(_SQL.touch, (self._clock(), plan_id))
+    async def append_run_log(
+        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+    ) -> int:
+        """Write ``entries`` from position ``start``, idempotently (see ``PlanStore``)."""
 
-        await self._writing(work)
+        def work(conn: sqlite3.Connection) -> int:
+            run = self._run(conn, "append_run_log", plan_id, lock="update")
+            append = _rules.screen_log_append(plan_id, run, run_id, start, entries)
+            held = conn.execute(_SQL.run_log_bodies, (plan_id, *append.held))
+            write = append.write([body for (body,) in held])
+            if write.entries:
+                conn.executemany(_SQL.insert_run_log, _rows.new_log(plan_id, write))
+                conn.execute(_SQL.set_run_outcome, (write.outcome, self._clock(), plan_id))
+            return write.length
 
-    async def read_run_events(self, plan_id: str, run_id: str | None = None) -> list[RunEvent]:
-        """The run's events in append order; ``run_id=None`` reads the plan's only run.
+        return await self._writing(work)
 
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RunNotFoundError: the plan has no run, or not ``run_id``.
+    async def read_run_log(
+        self, plan_id: str, run_id: str | None = None, *, start: int = 0, limit: int | None = None
+    ) -> list[LogEntry]:
+        """The run's log from ``start``, at most ``limit`` entries (see ``PlanStore``)."""
 
-        """
-
-        def work(conn: sqlite3.Connection) -> list[RunEvent]:
-            (claimed,) = self._row(conn, "read_run_events", plan_id, "run_id")
-            _rules.check_run_to_read(plan_id, claimed, run_id)
-            return _rows.events(conn.execute(_SQL.event_bodies, (plan_id,)))
+        def work(conn: sqlite3.Connection) -> list[LogEntry]:
+            run = self._run(conn, "read_run_log", plan_id)
+            first, stop = _rules.screen_log_read(plan_id, run, run_id, start, limit)
+            return _rows.log(conn.execute(_SQL.run_log_bodies, (plan_id, first, stop)))
 
         return await self._reading(work)
 

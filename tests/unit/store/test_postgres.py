@@ -8,14 +8,22 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from orchestration.store import PlanStore, PlanStoreConformance
+from orchestration.encoding import canonical_digest
+from orchestration.ops import fold_ops
+from orchestration.run.log import LogStart
+from orchestration.store import ClaimOk, ClaimRefused, PlanStore, PlanStoreConformance, RunRecord
+from orchestration.store._rules import VERSION_1_EXECUTION
 from orchestration.store.postgres import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     PostgresPlanStore,
     SchemaVersionError,
     migrate,
 )
+from orchestration.types import AddNodeOp, ApprovalRecord, EntryNode, RunStarted
 from tests.postgres_cluster import PostgresCluster
+
+AT = "2026-01-01T00:00:00Z"
 
 
 class TestPostgresPlanStore(PlanStoreConformance):
@@ -105,3 +113,59 @@ async def test_everything_survives_a_new_store_on_the_same_database(
     finally:
         await first.close()
         await second.close()
+
+
+def write_version_1(dsn: str) -> str:
+    """A version-1 database: an executable plan ``p`` claimed ``run-1``, one event; its digest."""
+    op = AddNodeOp(op_id="op-1", actor_id="a", lamport=1, at=AT, node=EntryNode(id="entry"))
+    digest = fold_ops("p", [op]).view.digest
+    approval = ApprovalRecord(
+        plan_id="p", digest=digest, authority_set=(), decided_by="op", decided_at=AT
+    )
+    event = RunStarted(run_id="run-1", digest=digest, at=AT).model_dump_json()
+    version, ddl = MIGRATIONS[0]
+    assert version == 1
+    with psycopg.connect(dsn) as conn:
+        conn.execute(ddl)
+        conn.execute(
+            "CREATE TABLE orch_schema_version (singleton BOOLEAN PRIMARY KEY DEFAULT TRUE"
+            " CHECK (singleton), version INTEGER NOT NULL)"
+        )
+        conn.execute("INSERT INTO orch_schema_version VALUES (TRUE, 1)")
+        conn.execute(
+            "INSERT INTO orch_plans (plan_id, state, revision, digest, node_count, approval,"
+            " run_id, updated_at) VALUES ('p', 'executable', 1, %s, 1, %s, 'run-1', %s)",
+            (digest, approval.model_dump_json(), AT),
+        )
+        conn.execute(
+            "INSERT INTO orch_ops VALUES ('p', 0, %s, %s, %s)",
+            (op.op_id, canonical_digest(op), op.model_dump_json()),
+        )
+        conn.execute("INSERT INTO orch_run_events VALUES ('p', 0, %s)", (event,))
+    return digest
+
+
+@pytest.mark.asyncio
+async def test_a_version_1_database_is_migrated_and_its_run_never_runs_again(
+    postgres: PostgresCluster,
+) -> None:
+    """Migration 2 keeps a version-1 database's data; its claimed run is bound to no worker."""
+    dsn = postgres.new_database()
+    digest = write_version_1(dsn)
+    store = PostgresPlanStore(dsn)
+    try:
+        assert (await store.read_state("p")).revision == 1
+        legacy = RunRecord(run_id="run-1", execution=VERSION_1_EXECUTION)
+        assert await store.read_run("p") == legacy
+        assert await store.read_run_log("p") == []
+        for resume, reason in ((False, "run_already_claimed"), (True, "run_not_ended")):
+            refused = await store.claim_run("p", digest, "run-1", execution="w", resume=resume)
+            assert isinstance(refused, ClaimRefused) and refused.reason == reason
+        assert await store.claim_run("p", digest, "run-1") == ClaimOk(run_id="run-1", resumed=True)
+        start = LogStart(run_id="run-1", digest=digest, entry="entry", at=AT)
+        assert await store.append_run_log("p", "run-1", 0, [start]) == 1
+    finally:
+        await store.close()
+    assert schema_version(dsn) == SCHEMA_VERSION
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM orch_run_events").fetchone() == (1,)

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from orchestration.run.log import LogEnd, LogEntry, LogStart
 from orchestration.store import (
     AppendOk,
+    ClaimOk,
+    ClaimRefused,
     PlanStore,
     PlanStoreConformance,
+    RunRecord,
     SqlitePlanStore,
     TransitionRequest,
 )
+from orchestration.store._rules import VERSION_1_EXECUTION
 from orchestration.store.sqlite import SCHEMA_VERSION, SchemaVersionError
 from orchestration.types import (
     AddNodeOp,
     ApprovalRecord,
     EntryNode,
-    RunStarted,
     TemplateProvenance,
 )
 
@@ -55,7 +60,7 @@ async def test_opening_creates_a_wal_file_with_the_schema_version(tmp_path: Path
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"plans", "ops", "run_events"} <= tables
+    assert {"plans", "ops", "run_log"} <= tables
 
 
 @pytest.mark.asyncio
@@ -80,15 +85,20 @@ async def test_everything_survives_reopening_the_file(tmp_path: Path) -> None:
             from_="reviewable", to="executable", expected_digest=digest, approval=approval
         ),
     )
-    await first.claim_run("p", digest, "run-1")
-    await first.append_run_events("p", "run-1", [RunStarted(run_id="run-1", digest=digest, at=AT)])
+    await first.claim_run("p", digest, "run-1", execution="exec-a")
+    log: list[LogEntry] = [
+        LogStart(run_id="run-1", digest=digest, entry="entry", at=AT),
+        LogEnd(outcome="halted", at=AT),
+    ]
+    await first.append_run_log("p", "run-1", 0, log)
     before = (
         await first.read_state("p"),
         await first.read_ops("p"),
         await first.read_provenance("p"),
         await first.read_approval("p"),
         await first.read_run_id("p"),
-        await first.read_run_events("p"),
+        await first.read_run("p"),
+        await first.read_run_log("p"),
         await first.list_plans(),
     )
     await first.close()
@@ -100,12 +110,87 @@ async def test_everything_survives_reopening_the_file(tmp_path: Path) -> None:
         await second.read_provenance("p"),
         await second.read_approval("p"),
         await second.read_run_id("p"),
-        await second.read_run_events("p"),
+        await second.read_run("p"),
+        await second.read_run_log("p"),
         await second.list_plans(),
     )
     await second.close()
     assert after == before
     assert before[3] == approval and before[0].state == "executable"
+    assert before[5] == RunRecord(
+        run_id="run-1", execution="exec-a", outcome="halted", log_length=2
+    )
+    assert before[6] == log
+
+
+VERSION_1_DUMP = Path(__file__).parents[2] / "fixtures" / "store_v1.sql"
+"""A file the version-1 store wrote, as SQL (see its header)."""
+
+
+def write_version_1(path: Path) -> None:
+    """Restore the version-1 dump into ``path``, with its ``user_version``."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript(VERSION_1_DUMP.read_text())
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+
+@pytest.mark.asyncio
+async def test_a_version_1_file_is_upgraded_in_place_on_open(tmp_path: Path) -> None:
+    """A version-1 file opens upgraded, its data kept; its claimed run never runs again."""
+    path = db_path(tmp_path)
+    write_version_1(path)
+    first, second = SqlitePlanStore(path), SqlitePlanStore(path)
+    try:
+        # Two stores opening the old file at once: one upgrades it, the other sees it upgraded.
+        states = await asyncio.gather(first.read_state("p"), second.read_state("p"))
+        assert states[0] == states[1]
+        assert (states[0].state, states[0].revision) == ("executable", 1)
+        digest = states[0].digest
+        assert digest == (await first.fold("p")).view.digest
+        assert [s.plan_id for s in await first.list_plans()] == ["p", "q"]
+        assert [op.op_id for op in await first.read_ops("p")] == ["op-1"]
+        assert (await first.read_approval("p")) is not None
+        legacy = RunRecord(run_id="plan/p", execution=VERSION_1_EXECUTION)
+        assert await first.read_run("p") == legacy
+        assert await first.read_run_log("p") == []
+        # The run may have run under version 1: no worker may take it now, nor resume it.
+        for resume, reason in ((False, "run_already_claimed"), (True, "run_not_ended")):
+            refused = await first.claim_run("p", digest, "plan/p", execution="w", resume=resume)
+            assert isinstance(refused, ClaimRefused) and refused.reason == reason
+        assert await first.claim_run("p", digest, "plan/p") == ClaimOk(
+            run_id="plan/p", resumed=True
+        )
+        assert await first.read_run("p") == legacy
+        # The upgraded file takes new runs like a new one.
+        appended = await first.append_ops("q", [entry_op()])
+        assert isinstance(appended, AppendOk)
+        await first.transition(
+            "q",
+            TransitionRequest(from_="editable", to="reviewable", expected_digest=appended.digest),
+        )
+        approval = ApprovalRecord(
+            plan_id="q", digest=appended.digest, authority_set=(), decided_by="op", decided_at=AT
+        )
+        gate = TransitionRequest(
+            from_="reviewable", to="executable", expected_digest=appended.digest, approval=approval
+        )
+        await first.transition("q", gate)
+        await first.claim_run("q", appended.digest, "plan/q", execution="w")
+        log: list[LogEntry] = [
+            LogStart(run_id="plan/q", digest=appended.digest, entry="entry", at=AT),
+            LogEnd(outcome="aborted", at=AT),
+        ]
+        assert await second.append_run_log("q", "plan/q", 0, log) == 2
+        resumed = await second.claim_run("q", appended.digest, "plan/q", execution="x", resume=True)
+        assert resumed == ClaimOk(run_id="plan/q", resumed=True, log_length=2)
+    finally:
+        await first.close()
+        await second.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT count(*) FROM run_events").fetchone() == (3,)
+    conn.close()
 
 
 @pytest.mark.asyncio

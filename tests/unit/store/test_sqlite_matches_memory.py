@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 )
 
 from orchestration.encoding import NodeRef
-from orchestration.routes import BranchId
+from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
 from orchestration.store import (
     CreateOk,
     MemoryPlanStore,
@@ -44,27 +44,21 @@ from orchestration.types import (
     CallDefinition,
     CallNode,
     EntryNode,
-    ErrorInfo,
-    FrameRef,
-    NodeOutput,
-    NodeSettled,
-    OutcomeFailed,
-    OutcomeOk,
     OutputItem,
     PlanEdge,
     PlanOp,
     PlanState,
-    RunEvent,
-    RunSettled,
-    RunStarted,
+    RunOutcome,
     SetNodeFieldOp,
     TemplateProvenance,
 )
 
 AT = "2026-01-01T00:00:00Z"
 RUN_IDS = ("run-1", "run-2")
+EXECUTIONS = (None, "exec-a", "exec-b")
 STATES: tuple[PlanState, ...] = ("editable", "reviewable", "executable")
 BOGUS = "0" * 64
+ENDS: tuple[RunOutcome, ...] = ("aborted", "halted", "completed")
 
 
 def make_op(index: int, variant: int, lamport: int) -> PlanOp:
@@ -100,28 +94,45 @@ def make_op(index: int, variant: int, lamport: int) -> PlanOp:
     )
 
 
-def settled(node_id: str, ok: bool) -> NodeSettled:
-    frame = FrameRef(node_id=node_id, kind="call", branch_id=BranchId())
-    outcome = (
-        OutcomeOk(output=NodeOutput(items=(OutputItem(json_={"v": 1}),), branch_id=BranchId()))
-        if ok
-        else OutcomeFailed(handled=False, error=ErrorInfo(name="E", message="m"))
+def entry_at(position: int, variant: int) -> LogEntry:
+    """The entry a writer puts at ``position``: the run's own (variant 0), or an ``end``.
+
+    Writers that disagree on a position conflict; an ``end`` cut in where the run's own entry
+    was due leaves a log that names a frame it never defined, which a clone must refuse (the
+    same way on both stores).
+    """
+    if position == 0:
+        return LogStart(run_id="run-1", digest="d", entry="entry", at=AT)
+    if variant:
+        return LogEnd(outcome=ENDS[variant - 1], at=AT)
+    if position == 1:
+        return LogEnter(frame=0, at=AT)
+    if position % 2 == 0:
+        ok = position % 4 != 2
+        items = (OutputItem(json_={"v": position}),) if ok else ()
+        return LogSettle(
+            frame=0 if position == 2 else position - 1,
+            status="ok" if ok else "skipped",
+            items=items,
+            at=AT,
+        )
+    node = f"n{position % 3}"
+    return LogEdge(
+        edge=f"e{position}",
+        handle="always",
+        source=0,
+        frame=position,
+        node=node,
+        node_kind="call",
+        at=AT,
     )
-    return NodeSettled(frame=frame, outcome=outcome, at=AT)
 
-
-EVENTS: tuple[RunEvent, ...] = (
-    RunStarted(run_id="run-1", digest="d", at=AT),
-    settled("n1", True),
-    settled("n4", True),
-    settled("n4", False),
-    RunSettled(outcome="completed", at=AT),
-)
 
 ops = st.builds(make_op, st.integers(0, 6), st.integers(0, 1), st.integers(0, 3))
 batches = st.lists(ops, max_size=4)
 expected_revisions = st.one_of(st.none(), st.just("current"), st.integers(0, 8))
 digest_choices = st.sampled_from(("current", "current", "bogus"))
+variants = st.lists(st.sampled_from((0, 0, 0, 1, 2, 3)), max_size=4)
 
 
 Outcome = tuple[str, Any]
@@ -164,6 +175,13 @@ class StoresAgree(RuleBasedStateMachine):
             self.known.append(plan_id)
             return multiple(plan_id)
         return multiple()
+
+    def run_id(self, plan_id: str, choice: str) -> str:
+        """``choice``, or for ``claimed`` the plan's run id (the first run id before a claim)."""
+        if choice != "claimed":
+            return choice
+        kind, value = self.outcome(lambda s: s.read_run_id(plan_id), self.memory)
+        return value if kind == "ok" and value is not None else RUN_IDS[0]
 
     def digest(self, plan_id: str, choice: str) -> str:
         if choice == "bogus":
@@ -239,10 +257,11 @@ class StoresAgree(RuleBasedStateMachine):
     @rule(
         target=plans,
         plan_id=plans,
-        moves=st.integers(1, 5),
+        moves=st.integers(1, 8),
         approved=st.sampled_from((True, True, False)),
         run_id=st.sampled_from(RUN_IDS),
-        events=st.lists(st.sampled_from(EVENTS), min_size=1, max_size=3),
+        execution=st.sampled_from(EXECUTIONS),
+        written=st.lists(variants, min_size=1, max_size=8),
         then_clone=st.booleans(),
     )
     def operate(
@@ -251,22 +270,29 @@ class StoresAgree(RuleBasedStateMachine):
         moves: int,
         approved: bool,
         run_id: str,
-        events: list[RunEvent],
+        execution: str | None,
+        written: list[list[int]],
         then_clone: bool,
     ) -> MultipleResults[str]:
-        """Take the plan forward as its operator would (freeze, approve, claim, record events).
+        """Take the plan forward as its operator and worker would.
 
-        Then, maybe, clone it the way one recovers a spent plan.
+        Freeze, approve, claim, then mirror log entries, resuming whenever the run has ended;
+        then, maybe, clone it the way one recovers a spent plan.
         """
-        for _ in range(moves):
-            self.operate_once(plan_id, approved, run_id, events)
+        for move in range(moves):
+            self.operate_once(plan_id, approved, run_id, execution, written[move % len(written)])
         if not then_clone:
             return multiple()
         new_id = f"c{next(self.clone_ids)}"
         return self.created(new_id, self.both(lambda s: s.clone_plan(plan_id, new_id)))
 
     def operate_once(
-        self, plan_id: str, approved: bool, run_id: str, events: list[RunEvent]
+        self,
+        plan_id: str,
+        approved: bool,
+        run_id: str,
+        execution: str | None,
+        written: list[int],
     ) -> None:
         kind, value = self.outcome(lambda s: s.read_state(plan_id), self.memory)
         if kind != "ok":
@@ -274,11 +300,21 @@ class StoresAgree(RuleBasedStateMachine):
         state: PlanState = value.state
         digest: str = value.digest
         if state == "executable":
-            claimed = self.outcome(lambda s: s.read_run_id(plan_id), self.memory)[1]
-            if claimed is None:
-                self.both(lambda s: s.claim_run(plan_id, digest, run_id))
+            run = self.outcome(lambda s: s.read_run(plan_id), self.memory)[1]
+            if run is None:
+                self.both(lambda s: s.claim_run(plan_id, digest, run_id, execution=execution))
+            elif run.outcome == "completed":
+                return
+            elif run.outcome is not None:
+                self.both(
+                    lambda s: s.claim_run(
+                        plan_id, digest, run.run_id, execution=execution, resume=True
+                    )
+                )
             else:
-                self.both(lambda s: s.append_run_events(plan_id, claimed, events))
+                start = run.log_length
+                entries = [entry_at(start + i, v) for i, v in enumerate(written)]
+                self.both(lambda s: s.append_run_log(plan_id, run.run_id, start, entries))
             return
         approval = ApprovalRecord(
             plan_id=plan_id, digest=digest, authority_set=(), decided_by="op", decided_at=AT
@@ -291,22 +327,44 @@ class StoresAgree(RuleBasedStateMachine):
         )
         self.both(lambda s: s.transition(plan_id, request))
 
-    @rule(plan_id=plans, run_id=st.sampled_from(RUN_IDS), choice=digest_choices)
-    def claim(self, plan_id: str, run_id: str, choice: str) -> None:
+    @rule(
+        plan_id=plans,
+        run=st.sampled_from(("claimed", "claimed", *RUN_IDS)),
+        execution=st.sampled_from(EXECUTIONS),
+        resume=st.booleans(),
+        choice=digest_choices,
+    )
+    def claim(
+        self, plan_id: str, run: str, execution: str | None, resume: bool, choice: str
+    ) -> None:
         digest = self.digest(plan_id, choice)
-        self.both(lambda s: s.claim_run(plan_id, digest, run_id))
+        run_id = self.run_id(plan_id, run)
+        self.both(
+            lambda s: s.claim_run(plan_id, digest, run_id, execution=execution, resume=resume)
+        )
 
     @rule(
         plan_id=plans,
         run=st.sampled_from(("claimed", "claimed", *RUN_IDS)),
-        events=st.lists(st.sampled_from(EVENTS), max_size=3),
+        back=st.sampled_from((0, 0, 1, 2, 3, -1)),
+        written=variants,
     )
-    def record_events(self, plan_id: str, run: str, events: list[RunEvent]) -> None:
-        run_id = run
-        if run == "claimed":
-            kind, value = self.outcome(lambda s: s.read_run_id(plan_id), self.memory)
-            run_id = value if kind == "ok" and value is not None else RUN_IDS[0]
-        self.both(lambda s: s.append_run_events(plan_id, run_id, events))
+    def record_log(self, plan_id: str, run: str, back: int, written: list[int]) -> None:
+        """Mirror entries from the end, again from earlier (a retry or a conflict), or past it."""
+        kind, record = self.outcome(lambda s: s.read_run(plan_id), self.memory)
+        at = (record.log_length if kind == "ok" and record is not None else 0) - back
+        run_id = self.run_id(plan_id, run)
+        entries = [entry_at(at + i, v) for i, v in enumerate(written)]
+        self.both(lambda s: s.append_run_log(plan_id, run_id, at, entries))
+
+    @rule(
+        plan_id=st.one_of(plans, st.just("ghost")),
+        run_id=st.sampled_from((None, None, *RUN_IDS)),
+        start=st.integers(-1, 12),
+        limit=st.one_of(st.none(), st.integers(-1, 5)),
+    )
+    def read_log(self, plan_id: str, run_id: str | None, start: int, limit: int | None) -> None:
+        self.both(lambda s: s.read_run_log(plan_id, run_id, start=start, limit=limit))
 
     @rule(
         plan_id=st.one_of(plans, st.just("ghost")),
@@ -330,7 +388,8 @@ class StoresAgree(RuleBasedStateMachine):
                     partial(store.read_provenance, plan_id),
                     partial(store.read_approval, plan_id),
                     partial(store.read_run_id, plan_id),
-                    partial(store.read_run_events, plan_id),
+                    partial(store.read_run, plan_id),
+                    partial(store.read_run_log, plan_id),
                 ]
             seen: list[Outcome] = []
             for read in reads:
