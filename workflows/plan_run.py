@@ -88,7 +88,7 @@ with workflow.unsafe.imports_passed_through():
         reason_request,
         transform_request,
     )
-    from orchestration.run.log import LogEnd, LogEntry, LogSettle
+    from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
     from orchestration.run.policy import Attempt, Lost
     from orchestration.run.work import WorkFailed, decide_with
     from orchestration.types import (
@@ -153,6 +153,7 @@ def attempt_from_error(exc: ActivityError) -> Attempt:
     cause = exc.cause
     if isinstance(cause, TimeoutError):
         if cause.type in _LOST:
+            workflow.metric_meter().create_counter("plan_indeterminate_frames").add(1)
             return Lost(str(cause))
         # Timed out before it started (schedule-to-start): nothing ran; try again.
         return Failed("ScheduleTimeout", str(cause), transient=True)
@@ -325,6 +326,7 @@ class PlanRun:
         self._plan_id = ""
         self._counts = {"ok": 0, "failed": 0, "skipped": 0}
         self._fast: frozenset[str] = frozenset()
+        self._kinds: dict[int, str] = {}
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -369,6 +371,8 @@ class PlanRun:
             request = workflow.payload_converter().from_payload(input.payload, PlanRunInput)
         except Exception as exc:  # noqa: BLE001 - any undecodable input is refused by name
             raise _refuse_input(f"PlanRun's input does not decode: {exc}") from None
+        if not isinstance(request, PlanRunInput):
+            raise _refuse_input(f"PlanRun's input decodes to {type(request).__name__}")
         if (request.plan is None) == (request.plan_ref is None):
             raise _refuse_input("PlanRun's input must give exactly one of plan and planRef")
         return request
@@ -564,13 +568,10 @@ class PlanRun:
     def _record(self, entries: list[LogEntry]) -> None:
         if not entries:
             return
-        meter = workflow.metric_meter()
+        _count(entries, self._kinds)
         for entry in entries:
             if type(entry) is LogSettle:
                 self._counts[entry.status] += 1
-                meter.create_counter("plan_nodes_settled").add(1, {"status": entry.status})
-            elif type(entry) is LogEnd:
-                meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})
         self._log.extend(entries)
         engine = self._engine
         if engine is not None and engine.halted:
@@ -671,6 +672,35 @@ class PlanRun:
             stopping=engine.stopping,
             segment=self._segment,
         )
+
+
+def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
+    """Count log entries on the worker's metrics (kinds: each frame's node kind, kept here).
+
+    ``workflow.metric_meter()`` records nothing while a workflow task replays, so each fact is
+    counted once however often history is replayed: ``plan_nodes_started`` (by ``kind``),
+    ``plan_nodes_settled`` (by ``kind`` and ``status``), ``plan_runs_settled`` (by ``outcome``)
+    and ``plan_indeterminate_frames`` (a frame halted or retried because its outcome was lost).
+    """
+    meter = workflow.metric_meter()
+    for entry in entries:
+        kind = type(entry)
+        if kind is LogEdge:
+            kinds[entry.frame] = entry.node_kind  # type: ignore[union-attr]
+        elif kind is LogStart:
+            kinds[0] = "entry"
+        elif kind is LogEnter:
+            if entry.attempt == 1:  # type: ignore[union-attr]
+                frame_kind = kinds.get(entry.frame, "join")  # type: ignore[union-attr]
+                meter.create_counter("plan_nodes_started").add(1, {"kind": frame_kind})
+        elif kind is LogSettle:
+            attributes = {
+                "kind": kinds.get(entry.frame, "join"),  # type: ignore[union-attr]
+                "status": entry.status,  # type: ignore[union-attr]
+            }
+            meter.create_counter("plan_nodes_settled").add(1, attributes)
+        elif kind is LogEnd:
+            meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})  # type: ignore[union-attr]
 
 
 def _describe(cause: InterruptionCause | None) -> str:

@@ -116,7 +116,5 @@ async def log_from_histories(
     """The full log of a run that continued as new: each execution's segment, in order."""
     entries: list[LogEntry] = []
     for history in histories:
-        entries.extend(
-            await log_from_history(history, store=store, data_converter=data_converter)
-        )
+        entries.extend(await log_from_history(history, store=store, data_converter=data_converter))
     return entries

@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 
 from orchestration.execution import RunSettings, RunStatus
 from orchestration.runs import fold_run
+from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import StringField
 from workers.devserver import DevServer
@@ -29,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST_DEATH = RunSettings(heartbeat_seconds=1.0, start_to_close_seconds=60)
 
 
-def worker_process(address: str, task_queue: str, log: Path) -> subprocess.Popen[bytes]:
-    """A real worker process (`python -m workers`) running the drill tools."""
+def worker_process(
+    address: str, task_queue: str, log: Path, store: Path
+) -> subprocess.Popen[bytes]:
+    """A real worker process (`python -m workers`) running the drill tools on ``store``."""
     with open(log, "ab") as out:
         return subprocess.Popen(
             [
@@ -43,6 +46,8 @@ def worker_process(address: str, task_queue: str, log: Path) -> subprocess.Popen
                 task_queue,
                 "--address",
                 address,
+                "--store",
+                str(store),
             ],
             cwd=ROOT,
             stdout=out,
@@ -102,21 +107,25 @@ async def kill_mid_call(
     view = one_call(
         unique_plan_id(f"kill-{policy}"), ledger, replay_safe=replay_safe, policy=policy
     )
-    first = worker_process(dev_server.address, task_queue, tmp_path / "w1.log")
+    path = tmp_path / "plans.sqlite3"
+    store = SqlitePlanStore(path)
+    first = worker_process(dev_server.address, task_queue, tmp_path / "w1.log", path)
     try:
-        handle = await start_run(client, task_queue, view, {"s": "x"}, settings=FAST_DEATH)
+        handle, view = await start_run(
+            client, task_queue, store, view, {"s": "x"}, settings=FAST_DEATH
+        )
         await wait_for(lambda: any(e == "started" for _, e in drill_tools.rows(str(ledger))))
     finally:
         kill(first)
-    second = worker_process(dev_server.address, task_queue, tmp_path / "w2.log")
-    return handle, view, ledger, second
+    second = worker_process(dev_server.address, task_queue, tmp_path / "w2.log", path)
+    return handle, view, ledger, second, store
 
 
 async def test_replay_safe_call_killed_mid_way_completes_alone(
     dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     """A replay-safe call whose worker died is retried on the next worker; no operator needed."""
-    handle, view, ledger, second = await kill_mid_call(
+    handle, view, ledger, second, store = await kill_mid_call(
         dev_server, client, task_queue, tmp_path, replay_safe=True, policy="retry"
     )
     try:
@@ -128,14 +137,14 @@ async def test_replay_safe_call_killed_mid_way_completes_alone(
         e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")
     ]  # type: ignore[attr-defined]
     assert effect == ["started", "started", "done"]
-    await replay(handle)
+    await replay(client, view.plan_id, store)
 
 
 async def test_non_replay_safe_call_killed_is_skipped(
     dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     """skip: the indeterminate call settles skipped (never repeated) and the run goes on."""
-    handle, view, ledger, second = await kill_mid_call(
+    handle, view, ledger, second, store = await kill_mid_call(
         dev_server, client, task_queue, tmp_path, replay_safe=False, policy="skip"
     )
     try:
@@ -147,7 +156,7 @@ async def test_non_replay_safe_call_killed_is_skipped(
         e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/effect:")
     ]  # type: ignore[attr-defined]
     assert effect == ["started"]
-    projection = fold_run(await replay(handle))
+    projection = fold_run(await replay(client, view.plan_id, store))
     assert projection.node_status_by_id["after"] == "done"
     assert (
         projection.frame_status[next(k for k in projection.frame_status if k.startswith("effect:"))]
@@ -161,7 +170,7 @@ async def test_non_replay_safe_call_killed_halts_for_the_operator(
     """halt: run_interrupted(process_death) for the frame; the operator's retry completes it."""
     from workers.runs import TemporalRuns
 
-    handle, view, ledger, second = await kill_mid_call(
+    handle, view, ledger, second, store = await kill_mid_call(
         dev_server, client, task_queue, tmp_path, replay_safe=False, policy="halt"
     )
     try:
@@ -174,7 +183,7 @@ async def test_non_replay_safe_call_killed_halts_for_the_operator(
                 await asyncio.sleep(0.2)
 
         frame = await asyncio.wait_for(halted(), timeout=60)
-        runs = TemporalRuns(client, None, task_queue=task_queue)  # type: ignore[arg-type]
+        runs = TemporalRuns(client, store, task_queue=task_queue)
         with pytest.raises(Exception, match="not halted"):
             await runs.resolve(view.plan_id, "nope:", "retry")  # type: ignore[attr-defined]
         await runs.resolve(view.plan_id, frame, "retry")  # type: ignore[attr-defined]
@@ -182,7 +191,7 @@ async def test_non_replay_safe_call_killed_halts_for_the_operator(
     finally:
         kill(second)
     assert result.outcome == "completed"
-    events = await replay(handle)
+    events = await replay(client, view.plan_id, store)
     interrupted = [e for e in events if e.kind == "run_interrupted"]
     assert len(interrupted) == 1 and interrupted[0].cause.kind == "process_death"  # type: ignore[union-attr]
     assert interrupted[0].frame is not None and interrupted[0].frame.node_id == "effect"  # type: ignore[union-attr]
@@ -219,8 +228,11 @@ async def test_server_restart_mid_run(tmp_path: Path, task_queue: str) -> None:
             .chain("entry", "slow", "after")
             .view()
         )
-        async with build_worker(client, task_queue=task_queue, toolbox=drill_tools.TOOLBOX):
-            handle = await start_run(client, task_queue, view, {"s": "x"})
+        store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+        async with build_worker(
+            client, task_queue=task_queue, toolbox=drill_tools.TOOLBOX, store=store
+        ):
+            handle, view = await start_run(client, task_queue, store, view, {"s": "x"})
             await wait_for(lambda: any(e == "started" for _, e in drill_tools.rows(str(ledger))))
             server.stop()
             await asyncio.sleep(1.0)
@@ -228,11 +240,11 @@ async def test_server_restart_mid_run(tmp_path: Path, task_queue: str) -> None:
             await server.wait_ready()
             result = await asyncio.wait_for(handle.result(), timeout=90)
         assert result.outcome == "completed"
-        await replay(handle)
+        await replay(client, view.plan_id, store)
 
 
 async def test_oversized_result_fails_the_node_without_retrying(
-    client: Client, task_queue: str
+    client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     """A result over 2 MiB fails its node with a clear error at once, not in a retry loop."""
     view = (
@@ -242,13 +254,17 @@ async def test_oversized_result_fails_the_node_without_retrying(
         .chain("entry", "big")
         .view()
     )
-    async with build_worker(client, task_queue=task_queue, toolbox=drill_tools.TOOLBOX):
+    store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=drill_tools.TOOLBOX, store=store
+    ):
         started = time.monotonic()
-        handle = await start_run(client, task_queue, view, {"s": "x"})
-        result = await asyncio.wait_for(handle.result(), timeout=30)
+        handle, view = await start_run(client, task_queue, store, view, {"s": "x"})
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(handle.result(), timeout=30)
     assert time.monotonic() - started < 15
-    assert result.outcome == "aborted"
-    events = await replay(handle)
+    assert getattr(failure.value.cause, "type", None) == "aborted"
+    events = await replay(client, view.plan_id, store)
     failed = [e for e in events if e.kind == "node_settled" and e.outcome.status == "failed"]  # type: ignore[union-attr]
     assert failed[0].outcome.error.name == "output_too_large"  # type: ignore[union-attr]
     assert "artifact" in failed[0].outcome.error.message  # type: ignore[union-attr]

@@ -7,6 +7,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from orchestration.encoding import NodeRef
+from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import StringField
 from workers.codec import ENCODING, AesGcmCodec, CodecDecryptError, CodecKeyError
@@ -48,7 +50,9 @@ async def history_payloads(client: Client, workflow_id: str) -> list[Payload]:
     return found
 
 
-async def test_history_holds_ciphertext_and_the_codec_reads_it(dev_server: DevServer) -> None:
+async def test_history_holds_ciphertext_and_the_codec_reads_it(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
     """Raw history shows only ciphertext under the key id; the codec gives back the values."""
     codec = AesGcmCodec({"old": key(), "k2": key()})
     client = await connect(dev_server.address, payload_codec=codec)
@@ -64,9 +68,11 @@ async def test_history_holds_ciphertext_and_the_codec_reads_it(dev_server: DevSe
         .view()
     )
     task_queue = f"tq-{plan_id}"
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
-        handle = await start_run(client, task_queue, view, {"s": SECRET})
+    store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox(), store=store):
+        handle, _ = await start_run(client, task_queue, store, view, {"s": SECRET})
         result = await handle.result()
+    await store.close()
     assert result.outcome == "completed", result
 
     raw = await history_payloads(plain, handle.id)

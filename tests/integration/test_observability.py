@@ -88,8 +88,8 @@ async def test_prometheus_endpoint_serves_plan_counters_and_sdk_metrics(
     )
     view = sketch.chain("entry", "a", "b").view()
     settings = FAST_RETRY.model_copy(update={"start_to_close_seconds": 0.5})
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
-        handle = await start_run(client, task_queue, view, {"s": "x"}, settings=settings)
+    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox(), store=store):
+        handle, _ = await start_run(client, task_queue, store, view, {"s": "x"}, settings=settings)
         result = await handle.result()
         assert result.outcome == "completed"
         url = f"http://127.0.0.1:{port}/metrics"
@@ -121,8 +121,8 @@ async def test_tracing_interceptor_records_a_span_per_node_activity(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
     client = await connect(dev_server.address, interceptors=tracing_interceptors(tracer))
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
-        handle = await start_run(client, task_queue, chain(unique_plan_id("trace")), {"s": "x"})
+    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox(), store=store):
+        handle, _ = await start_run(client, task_queue, store, chain(unique_plan_id("trace")), {"s": "x"})
         assert (await handle.result()).outcome == "completed"
     spans = exporter.get_finished_spans()
     names = [span.name for span in spans]
@@ -144,8 +144,8 @@ async def test_call_activity_logs_json_lines_with_the_frame_bound(
     configure_logging("INFO")
     try:
         plan_id = unique_plan_id("logs")
-        async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
-            handle = await start_run(client, task_queue, chain(plan_id), {"s": "x"})
+        async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox(), store=store):
+            handle, _ = await start_run(client, task_queue, store, chain(plan_id), {"s": "x"})
             assert (await handle.result()).outcome == "completed"
         err = capsys.readouterr().err
     finally:
@@ -163,5 +163,5 @@ async def test_call_activity_logs_json_lines_with_the_frame_bound(
     for line in ours:
         assert line["run_id"] == f"plan/{plan_id}"
         assert line["tool"] == "upper"
-        assert line["level"] == "info" and line["logger"] == "activities.call"
+        assert line["level"] == "info" and line["logger"] == "orchestration.run.work"
     assert [line["status"] for line in ours if line["event"] == "tool call ended"] == ["ok", "ok"]

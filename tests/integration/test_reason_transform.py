@@ -71,7 +71,7 @@ def worker(client: Client, task_queue: str, tmp_path: Path, reasoner: Any = None
 async def run(
     client: Client, task_queue: str, view: RawPlanView, run_input: dict[str, Any], **kw: Any
 ) -> tuple[Any, list[RunEvent], WorkflowHandle[Any, Any]]:
-    handle = await start_run(client, task_queue, view, run_input, **kw)
+    handle, _ = await start_run(client, task_queue, store, view, run_input, **kw)
     result = await asyncio.wait_for(handle.result(), timeout=60)
     return result, await replay(handle), handle
 
@@ -324,7 +324,7 @@ async def test_artifact_handles_survive_continue_as_new(
     view = sketch.chain("entry", "report").edge(previous, "last").view()
     settings = RunSettings(continue_as_new_after_events=100)
     async with worker(client, task_queue, tmp_path):
-        handle = await start_run(client, task_queue, view, {"s": "x"}, settings=settings)
+        handle, _ = await start_run(client, task_queue, store, view, {"s": "x"}, settings=settings)
         result = await asyncio.wait_for(handle.result(), timeout=60)
     assert result.outcome == "completed" and result.segments >= 2
     from workers.runs import TemporalRuns
@@ -403,7 +403,7 @@ async def test_run_resumes_after_a_worker_kill_with_an_artifact_in_flight(
     settings = RunSettings(heartbeat_seconds=1.0, start_to_close_seconds=60)
     first = worker_process(dev_server.address, task_queue, spool, tmp_path / "w1.log")
     try:
-        handle = await start_run(client, task_queue, view, {"s": "x"}, settings=settings)
+        handle, _ = await start_run(client, task_queue, store, view, {"s": "x"}, settings=settings)
         deadline = asyncio.get_running_loop().time() + 30
         while not any(e == "started" for _, e in drill_tools.rows(str(ledger))):
             assert asyncio.get_running_loop().time() < deadline, "the wait never started"

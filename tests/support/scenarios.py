@@ -294,7 +294,9 @@ def unsatisfiable(plan_id: str) -> RawPlanView:
 
 def _status(node: str, status: str) -> Callable[[RunProjection], None]:
     def check(projection: RunProjection) -> None:
-        assert projection.node_status_by_id[node] == status, projection.node_status_by_id
+        assert projection.node_status_by_id.get(node, "pending") == status, (
+            projection.node_status_by_id
+        )
 
     return check
 
