@@ -417,7 +417,9 @@ class RunEngine:
                     "the log ends before the entry node settled; resume with run_input and at "
                     "so the entry's output can be materialised"
                 )
-            check_run_input(cast(EntryNode, plan.entry).definition.input, run_input)
+            entry = plan.entry
+            assert isinstance(entry, EntryNode)
+            check_run_input(entry.definition.input, run_input)
             engine._next = max(engine._next, 1)
             engine._run_entry(dict(run_input), at, count_step=not state.entry_entered)
         elif at is not None:

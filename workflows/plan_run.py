@@ -471,7 +471,7 @@ class PlanRun:
     async def _claim(
         self, request: PlanRunInput, view: RawPlanView, execution: str
     ) -> ClaimResponse:
-        return await workflow.execute_local_activity(
+        claim: ClaimResponse = await workflow.execute_local_activity(
             "plan.claim",
             ClaimRequest(
                 plan_id=view.plan_id,
@@ -484,6 +484,7 @@ class PlanRun:
             summary="claim the plan's one run",
             start_to_close_timeout=_LOCAL_TIMEOUT,
         )
+        return claim
 
     @staticmethod
     def _claim_refusal(claim: ClaimResponse) -> str:
@@ -684,23 +685,19 @@ def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
     """
     meter = workflow.metric_meter()
     for entry in entries:
-        kind = type(entry)
-        if kind is LogEdge:
-            kinds[entry.frame] = entry.node_kind  # type: ignore[union-attr]
-        elif kind is LogStart:
+        if isinstance(entry, LogEdge):
+            kinds[entry.frame] = entry.node_kind
+        elif isinstance(entry, LogStart):
             kinds[0] = "entry"
-        elif kind is LogEnter:
-            if entry.attempt == 1:  # type: ignore[union-attr]
-                frame_kind = kinds.get(entry.frame, "join")  # type: ignore[union-attr]
+        elif isinstance(entry, LogEnter):
+            if entry.attempt == 1:
+                frame_kind = kinds.get(entry.frame, "join")
                 meter.create_counter("plan_nodes_started").add(1, {"kind": frame_kind})
-        elif kind is LogSettle:
-            attributes = {
-                "kind": kinds.get(entry.frame, "join"),  # type: ignore[union-attr]
-                "status": entry.status,  # type: ignore[union-attr]
-            }
+        elif isinstance(entry, LogSettle):
+            attributes = {"kind": kinds.get(entry.frame, "join"), "status": entry.status}
             meter.create_counter("plan_nodes_settled").add(1, attributes)
-        elif kind is LogEnd:
-            meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})  # type: ignore[union-attr]
+        elif isinstance(entry, LogEnd):
+            meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})
 
 
 def _describe(cause: InterruptionCause | None) -> str:

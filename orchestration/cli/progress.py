@@ -79,40 +79,47 @@ async def follow_run(
 ) -> list[RunEvent]:
     """Print each new event of the run until it settles; return the whole log.
 
-    Reads pages of the live run's ``events`` query; once the run has closed, reads the rest
-    from its history (no worker needed).
+    Reads pages of the live execution's ``events`` query (compact entries, expanded here);
+    once the run has closed, or has continued as new past what was read, reads the rest of
+    the whole log (the plan store's copy, no worker needed).
     """
     from temporalio.client import WorkflowExecutionStatus
 
-    from orchestration.execution import EventPage, workflow_id_for
+    from orchestration.execution import LogPage, workflow_id_for
+    from orchestration.run.expand import LogExpander
 
-    seen: list[RunEvent] = []
+    expander = LogExpander()
+    seen = 0
     handle = runs.client.get_workflow_handle(workflow_id_for(plan_id))
     while True:
         description = await handle.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             break
         try:
-            page: EventPage = await handle.query(
-                "events", args=[len(seen), 500], result_type=EventPage
-            )
+            page: LogPage = await handle.query("events", args=[seen, 2000], result_type=LogPage)
         except Exception:  # noqa: BLE001 - the run may close between describe and query
             await asyncio.sleep(poll_seconds)
             continue
-        if page.segment_offset > len(seen):
-            break  # continued as new past what we saw: read the rest from history
-        for event in page.events:
-            seen.append(event)
-            line = describe_event(event)
+        if page.segment_offset > seen:
+            break  # an execution we did not read from the start: read the whole log below
+        for entry in page.entries:
+            seen += 1
+            event = expander.feed(entry)
+            line = describe_event(event) if event is not None else None
             if line:
                 emit(line)
-        if page.done and len(seen) >= page.total:
+        if page.done and seen >= page.total:
             break
-        if not page.events:
+        if not page.entries:
             await asyncio.sleep(poll_seconds)
-    full: list[RunEvent] = await runs.read_log(plan_id)
-    for event in full[len(seen) :]:
-        line = describe_event(event)
+    whole = LogExpander()
+    full: list[RunEvent] = []
+    for index, entry in enumerate(await runs.read_log(plan_id)):
+        event = whole.feed(entry)
+        if event is None:
+            continue
+        full.append(event)
+        line = describe_event(event) if index >= seen else None
         if line:
             emit(line)
     return full

@@ -56,6 +56,27 @@ def register(commands: Any) -> None:
     start.add_argument("--watch", action="store_true", help="follow progress until it settles")
     start.add_argument("--resume", metavar="RUN_ID", help="attach to the plan's existing run")
 
+    resume = sub.add_parser(
+        "resume",
+        help="resume the plan's run: the frames that never ran run (a completed run cannot be)",
+    )
+    resume.add_argument("plan_id")
+    resume.add_argument("--watch", action="store_true", help="follow progress until it settles")
+
+    start_input = sub.add_parser(
+        "input",
+        help="print the exact PlanRun input to start the plan's run from any Temporal client",
+    )
+    start_input.add_argument("plan_id")
+    start_input.add_argument("--input", default="{}", help="the run input as a JSON object")
+    start_input.add_argument("--input-file", help="read the run input from a JSON file")
+    start_input.add_argument(
+        "--inline",
+        action="store_true",
+        help="embed the plan itself (default: by id and digest; the workers load it from "
+        "their plan store)",
+    )
+
     watch = sub.add_parser("watch", help="follow a run's progress until it settles")
     watch.add_argument("plan_id")
 
@@ -77,6 +98,8 @@ def register(commands: Any) -> None:
 
     for parser, handler in (
         (start, _start),
+        (resume, _resume),
+        (start_input, _start_input),
         (watch, _watch),
         (show, _show),
         (log, _log),
@@ -150,6 +173,54 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resume(args: argparse.Namespace) -> int:
+    from orchestration.execution import workflow_id_for
+
+    async def go(runs: Any) -> Any:
+        handle = await runs.start(args.plan_id, {}, resume_run_id=workflow_id_for(args.plan_id))
+        if args.watch:
+            await follow_run(runs, args.plan_id, print)
+            return await runs.projection(args.plan_id)
+        return {"runId": handle.id, "planId": args.plan_id, "resumed": True}
+
+    result = _with_runs(args, go)
+    if args.watch:
+        emit(args, result, lambda: describe_projection(result))
+    else:
+        emit(
+            args,
+            result,
+            lambda: f"resumed {result['runId']}; follow it: orch run watch {args.plan_id}",
+        )
+    return 0
+
+
+def _start_input(args: argparse.Namespace) -> int:
+    from orchestration.cli.common import with_store
+    from orchestration.execution import PlanRef, PlanRunInput
+    from orchestration.run.admission import admit
+
+    run_input = _input(args)
+
+    async def go(store: Any) -> PlanRunInput:
+        from orchestration.execution import workflow_id_for
+
+        admitted = await admit(
+            store, args.plan_id, run_input, run_id=workflow_id_for(args.plan_id)
+        )
+        view = admitted.view
+        return PlanRunInput(
+            plan=view if args.inline else None,
+            plan_ref=None if args.inline else PlanRef(plan_id=view.plan_id, digest=view.digest),
+            approval=admitted.approval,
+            run_input=admitted.run_input,
+        )
+
+    request = with_store(args, go)
+    print(request.model_dump_json(by_alias=True))
+    return 0
+
+
 def _watch(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
         await follow_run(runs, args.plan_id, print)
@@ -171,7 +242,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _log(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
-        return await runs.read_log(args.plan_id)
+        return await runs.read_events(args.plan_id)
 
     events = _with_runs(args, go)
     emit(args, events, lambda: "\n".join(line for e in events if (line := describe_event(e))))

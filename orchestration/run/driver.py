@@ -159,8 +159,10 @@ class RunDriver:
             try:
                 outcome = await self.port.attempt(dispatch)
             except Exception as exc:  # noqa: BLE001 - a frame must settle, never hang the run
-                kind = "predicate" if dispatch.kind in ("branch", "select") else "error"
-                outcome = Failed(type(exc).__name__, str(exc), kind)
+                predicate = dispatch.kind in ("branch", "select")
+                outcome = Failed(
+                    type(exc).__name__, str(exc), "predicate" if predicate else "error"
+                )
             self._completed.append(_Completed(dispatch, outcome))
 
         task = asyncio.create_task(attempt())

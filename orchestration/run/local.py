@@ -144,10 +144,10 @@ class LocalPort:
                 )
                 return Succeeded(items=call.items, artifact=call.artifact)
             if node.kind == "reason":
-                answer = await asyncio.wait_for(
+                reasoned = await asyncio.wait_for(
                     self.work.reason(reason_request(d, plan_id=plan_id, run_id=run_id)), timeout
                 )
-                return Succeeded(items=answer.items)
+                return Succeeded(items=reasoned.items)
             if node.kind == "transform":
                 request_t = transform_request(d, self.view, plan_id=plan_id, run_id=run_id)
                 result = await asyncio.wait_for(self.work.transform(request_t), timeout)

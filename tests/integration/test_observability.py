@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 
 from orchestration.encoding import NodeRef
+from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import NumberField, RawPlanView, StringField
 from workers.devserver import DevServer
@@ -68,7 +69,7 @@ def value(found: list[tuple[dict[str, str], float]], **labels: str) -> float:
 
 
 async def test_prometheus_endpoint_serves_plan_counters_and_sdk_metrics(
-    dev_server: DevServer, task_queue: str
+    dev_server: DevServer, task_queue: str, store: SqlitePlanStore
 ) -> None:
     port = free_port()
     client = await connect(dev_server.address, runtime=prometheus_runtime(f"127.0.0.1:{port}"))
@@ -114,7 +115,7 @@ async def test_prometheus_endpoint_serves_plan_counters_and_sdk_metrics(
 
 
 async def test_tracing_interceptor_records_a_span_per_node_activity(
-    dev_server: DevServer, task_queue: str
+    dev_server: DevServer, task_queue: str, store: SqlitePlanStore
 ) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -122,7 +123,9 @@ async def test_tracing_interceptor_records_a_span_per_node_activity(
     tracer = provider.get_tracer("test")
     client = await connect(dev_server.address, interceptors=tracing_interceptors(tracer))
     async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox(), store=store):
-        handle, _ = await start_run(client, task_queue, store, chain(unique_plan_id("trace")), {"s": "x"})
+        handle, _ = await start_run(
+            client, task_queue, store, chain(unique_plan_id("trace")), {"s": "x"}
+        )
         assert (await handle.result()).outcome == "completed"
     spans = exporter.get_finished_spans()
     names = [span.name for span in spans]
@@ -133,7 +136,11 @@ async def test_tracing_interceptor_records_a_span_per_node_activity(
 
 
 async def test_call_activity_logs_json_lines_with_the_frame_bound(
-    dev_server: DevServer, client: Client, task_queue: str, capsys: pytest.CaptureFixture[str]
+    dev_server: DevServer,
+    client: Client,
+    task_queue: str,
+    store: SqlitePlanStore,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     import logging
 
