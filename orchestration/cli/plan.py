@@ -161,6 +161,7 @@ def _apply(args: argparse.Namespace) -> int:
             "not_editable": "the plan is frozen; clone it (`orch plan clone`) and edit the clone",
             "revision_moved": "the plan moved; re-read it (`orch plan show`) and re-apply",
             "conflicting_op": "an opId in the file is already used by a different op; rename it",
+            "invalid_op": result.detail,
         }
         raise CliError(
             result.reason,
