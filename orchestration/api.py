@@ -8,9 +8,10 @@ the middle of a freeze. Everything public is then reached through the object:
   digest it validated, only when no blocking issue remains; it returns ``{ok, issues}`` either
   way, never raising for a plan's content.
 * ``approve_plan`` is the permission gate. It refuses, before writing anything, unless the plan
-  is ``reviewable`` and the record names this plan, its current digest, and exactly its
-  canonical authority set; then it moves ``reviewable → executable`` with the record in one
-  compare-and-set. Each refusal is a value with its own code.
+  is ``reviewable`` and the record names this plan, its current digest, and its canonical
+  authority set (as a set: any order, no duplicates); then it moves ``reviewable →
+  executable`` with the record (its set in canonical order) in one compare-and-set. Each
+  refusal is a value with the contract's wire reason and a finer cause.
 * ``render``, ``outline``, ``slice`` and ``raw`` are the reading side: what an operator reads
   before approving, and what a model reads while editing.
 * ``instantiate`` mints a new editable plan from a registered template (templates are checked
@@ -37,6 +38,7 @@ from orchestration.approval import (
     ApprovalResult,
     approval_record,
     authority_set,
+    canonical_record,
     check_approval,
 )
 from orchestration.authoring import PlanAuthor
@@ -264,10 +266,14 @@ class Orchestration:
         """The permission gate: ``reviewable → executable``, bound to the record.
 
         Refuses before writing anything unless the record names this plan, the plan is
-        reviewable, the record's digest is the current digest (an earlier revision's digest is
-        refused as ``stale_digest``) and its authority set is exactly the canonical set. The
-        transition itself is a compare-and-set on the digest, so a plan that changed between
-        the check and the write is refused too (``transition_rejected``).
+        reviewable, the record's digest is the current digest and its authority set is the
+        canonical set (compared as a set: any order, no duplicates). A refusal carries the
+        contract's wire ``reason`` (``digest_mismatch`` or ``state_mismatch``) and a finer
+        ``cause`` (``wrong_plan``, ``not_reviewable``, ``stale_digest`` for an earlier
+        revision's digest, ``unknown_digest``, ``authority_duplicate``, ``authority_mismatch``).
+        The record is stored with its set in canonical order. The transition itself is a
+        compare-and-set on the digest, so a plan that changed between the check and the write
+        is refused too (cause ``transition_rejected``).
 
         Raises:
             PlanNotFoundError: no plan has that id.
@@ -291,17 +297,18 @@ class Orchestration:
                 from_="reviewable",
                 to="executable",
                 expected_digest=view.digest,
-                approval=record,
+                approval=canonical_record(record),
             ),
         )
         if isinstance(result, TransitionRefused):
             issue = _transition_rejected(result)
-            actual = result.actual
             return ApprovalRefused(
-                code=issue.code,
+                reason="state_mismatch"
+                if result.reason in ("state_mismatch", "illegal_transition")
+                else "digest_mismatch",
+                cause="transition_rejected",
                 message=issue.message,
-                state=actual.state if actual is not None else None,
-                digest=actual.digest if actual is not None else None,
+                actual=result.actual,
             )
         return ApprovalOk(plan_id=plan_id, digest=view.digest, revision=result.revision)
 

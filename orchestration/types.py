@@ -123,6 +123,7 @@ __all__ = [
     "SetNodeDefinitionOp",
     "SetNodeFieldOp",
     "SetNodePhaseOp",
+    "StateDigest",
     "StringField",
     "TemplateArgValue",
     "TemplateProvenance",
@@ -646,6 +647,13 @@ class PlanSummary(WireModel):
     label: str | None = None
     provenance: PlanProvenance | None = None
     updated_at: str
+
+
+class StateDigest(WireModel):
+    """The state and digest a refused transition (or approval) met."""
+
+    state: PlanState
+    digest: str
 
 
 class PlanIssue(WireModel):

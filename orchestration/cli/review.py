@@ -3,7 +3,10 @@
 An operator, from a shell: freezes a stored plan and reads its issues; renders it and reads the
 prose and the digest; approves it by typing that digest. ``approve`` builds the record from the
 plan as it is now (its canonical authority set) and the digest typed, so a digest that is not
-the current one is refused with its code and the fix, and nothing is written.
+the current one is refused and nothing is written: ``error[<reason>]: (<cause>) <the fix>``,
+where the reason is the contract's (``digest_mismatch``, ``state_mismatch``) and the cause the
+finer one (``stale_digest``, ``not_reviewable``, ...); ``--json`` also prints the refusal as
+JSON on stdout.
 
 Freeze needs the tool allowlist: ``--tools module:attr`` (env ``ORCH_TOOLS``) names an
 ``InvocableTools``, a mapping of tool name to declared return, a list of names, or a function
@@ -320,7 +323,12 @@ def _approve(args: argparse.Namespace) -> int:
 
     result = run_async(go)
     if isinstance(result, ApprovalRefused):
-        raise CliError(result.code, result.message)
+        # The contract's wire reason is the stable code; the finer cause leads the message.
+        # Under --json the refusal itself is printed too, so a script reads reason, cause and
+        # the plan's actual state and digest without parsing prose.
+        if args.json:
+            emit(args, result, lambda: "")
+        raise CliError(result.reason, f"({result.cause}) {result.message}")
     emit(
         args,
         result,

@@ -49,6 +49,7 @@ from orchestration.types import (
     PlanState,
     PlanSummary,
     RunEvent,
+    StateDigest,
     TemplateProvenance,
     WireModel,
 )
@@ -142,13 +143,6 @@ class TransitionRequest(WireModel):
     expected_digest: str
     approval: ApprovalRecord | None = None
     """Required for ``reviewable → executable``; persisted in the same commit."""
-
-
-class StateDigest(WireModel):
-    """The state and digest a refused transition met."""
-
-    state: PlanState
-    digest: str
 
 
 class TransitionOk(WireModel):

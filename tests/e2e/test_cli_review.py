@@ -50,7 +50,8 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
     wrong = orch("plan", "approve", "p1", "--digest", "0" * 64, "--by", "alice", store=store,
                  check=False)
     assert wrong.returncode == 2
-    assert wrong.stderr.startswith("error[digest_mismatch]: ") and digest in wrong.stderr
+    assert wrong.stderr.startswith("error[digest_mismatch]: (unknown_digest) ")
+    assert digest in wrong.stderr
     assert orch_json("plan", "list", store=store)[0]["state"] == "reviewable"
 
     approved = orch_json("plan", "approve", "p1", "--digest", digest.upper(), "--by", "alice",
@@ -58,7 +59,18 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
     assert approved == {"ok": True, "planId": "p1", "digest": digest, "revision": 30}
     again = orch("plan", "approve", "p1", "--digest", digest, "--by", "bob", store=store,
                  check=False)
-    assert again.returncode == 2 and again.stderr.startswith("error[not_reviewable]: ")
+    assert again.returncode == 2
+    assert again.stderr.startswith("error[state_mismatch]: (not_reviewable) ")
+    as_json = orch("plan", "approve", "p1", "--digest", digest, "--by", "bob", "--json",
+                   store=store, check=False)
+    assert as_json.returncode == 2
+    refusal = json.loads(as_json.stdout)
+    assert {k: refusal[k] for k in ("ok", "reason", "cause", "actual")} == {
+        "ok": False,
+        "reason": "state_mismatch",
+        "cause": "not_reviewable",
+        "actual": {"state": "executable", "digest": digest},
+    }
 
 
 def test_freeze_with_blocking_issues_refuses_and_prints_them(tmp_path: Path, store: Path) -> None:
