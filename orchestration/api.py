@@ -145,6 +145,7 @@ async def create_orchestration(
     invocable: InvocableTools,
     evaluators: Sequence[PredicateEvaluator] = (),
     templates: Sequence[PlanTemplate] = (),
+    strict_authority: bool = False,
 ) -> Orchestration:
     """Assemble the facade, loading every cell and checking every template first.
 
@@ -155,6 +156,11 @@ async def create_orchestration(
             (which is always wired; a cell with id ``structured`` replaces it).
         templates: The plan shapes a model may instantiate; each is checked here (see
             :func:`~orchestration.templates.validate_template`).
+        strict_authority: Refuse to freeze a call that claims no authority. Off by default:
+            the contract allows ``authority: []``, so freeze reports ``missing_authority`` as
+            an advisory and the operator view marks such a call as potentially mutating. On,
+            the same issue is blocking (templates are checked with the same policy). No
+            freeze can override it.
 
     Raises:
         InvalidTemplateError: a template fails its checks (all its issues are listed), or
@@ -165,7 +171,9 @@ async def create_orchestration(
     cells = merge_evaluators((StructuredCell(),), evaluators)
     for cell in cells:
         await cell.load()
-    inputs = FreezeInputs(invocable=invocable, evaluators=cells)
+    inputs = FreezeInputs(
+        invocable=invocable, evaluators=cells, strict_authority=strict_authority
+    )
     registry: dict[str, PlanTemplate] = {}
     for template in templates:
         if template.id in registry:

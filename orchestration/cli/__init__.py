@@ -38,9 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``orch`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         status: int = args.handler(args)
     except OrchestrationError as exc:
         print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)

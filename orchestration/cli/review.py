@@ -13,7 +13,9 @@ Freeze needs the tool allowlist: ``--tools module:attr`` (env ``ORCH_TOOLS``) na
 returning one of those. The structured cell is always wired; more cells come from ``--cells
 module:attr`` (env ``ORCH_CELLS``): a cell, a list of cells, or a function returning either
 (merged by id, so a cell with id ``structured`` replaces the built-in one). The read commands
-show freeze issues when the allowlist is given, and only the fold's issues otherwise.
+show freeze issues when the allowlist is given, and only the fold's issues otherwise. A call
+that claims no authority is an advisory ``missing_authority``; ``--strict-authority`` (env
+``ORCH_STRICT_AUTHORITY=1``) makes it block the freeze.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from orchestration.cli.common import (
     CliError,
     add_json_flag,
     add_store_flag,
+    add_strict_authority_flag,
     emit,
     load_object,
     open_store,
@@ -103,6 +106,7 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("ORCH_CELLS"),
         help="module:attr of the predicate cells (env ORCH_CELLS)",
     )
+    add_strict_authority_flag(parser)
     add_store_flag(parser)
     add_json_flag(parser)
 
@@ -171,7 +175,10 @@ async def _open(args: argparse.Namespace, *, need_tools: bool) -> tuple[Orchestr
     tools = load_tools(args.tools) if args.tools else ToolAllowlist()
     cells = load_cells(getattr(args, "cells", None))
     orch = await create_orchestration(
-        store=open_store(args.store), invocable=tools, evaluators=cells
+        store=open_store(args.store),
+        invocable=tools,
+        evaluators=cells,
+        strict_authority=args.strict_authority,
     )
     return orch, bool(args.tools)
 

@@ -10,7 +10,7 @@ from mcp import Client
 
 from orchestration.mcp_server import build_mcp_server
 
-from .helpers import READ, call_node, make_orch
+from .helpers import call_node, make_orch
 
 pytestmark = pytest.mark.asyncio
 
@@ -48,16 +48,18 @@ async def test_an_agent_builds_freezes_and_submits_through_mcp() -> None:
         assert not created.is_error
         plan_id = created.structured_content["data"]["planId"]  # type: ignore[index]
         await call("add_node", planId=plan_id, node={"id": "entry", "kind": "entry"})
-        await call("add_node", planId=plan_id, node=call_node("up", authority=[]))
+        up = call_node("up")
+        del up["definition"]["onIndeterminate"]
+        await call("add_node", planId=plan_id, node=up)
         await call("connect_nodes", planId=plan_id, edge={"from": "entry", "to": "up"})
 
         refused = await call("submit_plan", planId=plan_id)
         assert refused.is_error
         assert refused.structured_content["code"] == "freeze_refused"  # type: ignore[index]
-        assert "(blocking) missing_authority [node up]" in _text(refused)
+        assert "(blocking) missing_on_indeterminate [node up]" in _text(refused)
 
-        fixed = await call("set_node_field", planId=plan_id, nodeId="up", path="authority",
-                           value=READ)
+        fixed = await call("set_node_field", planId=plan_id, nodeId="up",
+                           path="onIndeterminate", value="retry")
         assert not fixed.is_error, _text(fixed)
         submitted = await call("submit_plan", planId=plan_id)
         assert not submitted.is_error, _text(submitted)

@@ -111,10 +111,13 @@ def check(
     *,
     tools: Any = TOOLS,
     cells: Sequence[Any] | None = None,
+    strict_authority: bool = False,
 ) -> list[PlanIssue]:
     """Fold and validate; fold issues come first."""
     view, fold_issues = fold_ops("p", ops)
-    return check_view(view, tools=tools, cells=cells, fold_issues=fold_issues)
+    return check_view(
+        view, tools=tools, cells=cells, fold_issues=fold_issues, strict_authority=strict_authority
+    )
 
 
 def check_view(
@@ -123,8 +126,11 @@ def check_view(
     tools: Any = TOOLS,
     cells: Sequence[Any] | None = None,
     fold_issues: Sequence[PlanIssue] = (),
+    strict_authority: bool = False,
 ) -> list[PlanIssue]:
-    inputs = FreezeInputs(tools, tuple(cells if cells is not None else (FakeCell(),)))
+    inputs = FreezeInputs(
+        tools, tuple(cells if cells is not None else (FakeCell(),)), strict_authority
+    )
     return asyncio.run(validate(view, inputs, fold_issues=fold_issues))
 
 
