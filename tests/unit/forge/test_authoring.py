@@ -207,5 +207,5 @@ async def test_outline_reads_phases_with_verbatim_ids() -> None:
     assert (await call("add_node", planId=plan_id, node=node)).ok
     outline = await call("plan_outline", planId=plan_id)
     assert "  · work [up] tools: upper — work: 1 node(s)" in outline.text
-    assert outline.data["phases"][0]["issueCount"] == 1  # unreachable
+    assert outline.data["phases"][0]["issueCount"] == 2  # unreachable_node, unreachable_call
     assert outline.data["unphased"]["nodeIds"] == ["entry"]
