@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import re
 
 import pytest
 
@@ -209,3 +211,29 @@ async def test_outline_reads_phases_with_verbatim_ids() -> None:
     assert "  · work [up] tools: upper — work: 1 node(s)" in outline.text
     assert outline.data["phases"][0]["issueCount"] == 2  # unreachable_node, unreachable_call
     assert outline.data["unphased"]["nodeIds"] == ["entry"]
+
+
+async def test_live_values_in_tool_arguments_are_staged_as_themselves() -> None:
+    """A Python host may hand a tool a datetime, a pattern, a set: each is staged as that value."""
+    orch = await make_orch()
+    call = Caller(orch.tools("authoring"))
+    plan_id = await _plan(call)
+    when = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
+    pattern = re.compile("^a+$", re.IGNORECASE)
+    node = call_node("up", args={"s": "x", "when": when, "match": pattern, "ids": (1, 2)})
+    added = await call("add_node", planId=plan_id, node=node)
+    assert added.ok, added.text
+    config = call_node("up", args={"s": "x", "when": when, "tags": {"b", "a"}})["definition"]
+    configured = await call("set_node_config", planId=plan_id, nodeId="up",
+                            definition={"kind": "call", "definition": config})
+    assert configured.ok, configured.text
+    set_ = await call("set_node_field", planId=plan_id, nodeId="up", path="args.match",
+                      value=pattern)
+    assert set_.ok, set_.text
+    view = (await orch.store.fold(plan_id)).view
+    up = view.node("up")
+    assert up is not None and isinstance(up.definition, CallDefinition)
+    assert up.definition.args == {"s": "x", "when": when, "tags": {"a", "b"}, "match": pattern}
+    refused = await call("set_node_field", planId=plan_id, nodeId="up", path="args.bad",
+                         value=object())
+    assert not refused.ok and refused.code == "unencodable_value", refused.text
