@@ -10,12 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from orchestration.tool_shapes import ToolShape
 from orchestration.types import BranchNode, FrameRef, NodeOutput, PlanNode, SelectNode
 
 __all__ = [
     "ArtifactReturn",
     "BranchVerdict",
     "BytesReturn",
+    "DescribedTools",
     "ExplainingEvaluator",
     "InvocableTools",
     "Judgement",
@@ -76,6 +78,19 @@ class InvocableTools(Protocol):
 
     def returns(self, tool: str) -> ToolReturn | None:
         """What ``tool`` returns; ``None`` when undeclared (a transform over it is refused)."""
+        ...
+
+
+@runtime_checkable
+class DescribedTools(Protocol):
+    """An allowlist that also knows each tool's shape (a :class:`~orchestration.toolbox.Toolbox`).
+
+    Freeze checks the arguments of a call to a described tool against its input schema; the
+    calls of an allowlist without shapes (names only) are not checked.
+    """
+
+    def shape(self, tool: str) -> ToolShape | None:
+        """``tool``'s input (and output) shape, or ``None`` when it has none."""
         ...
 
 

@@ -237,3 +237,28 @@ async def test_live_values_in_tool_arguments_are_staged_as_themselves() -> None:
     refused = await call("set_node_field", planId=plan_id, nodeId="up", path="args.bad",
                          value=object())
     assert not refused.ok and refused.code == "unencodable_value", refused.text
+
+
+async def test_list_tools_shows_each_tools_shape_and_freeze_checks_it() -> None:
+    """An authoring model reads each tool's signature, and a misspelt argument is refused."""
+    from workers.example_tools import TOOLBOX
+
+    orch = await make_orch(invocable=TOOLBOX, templates=())
+    tools = orch.tools("authoring")
+    call = Caller(tools)
+    listed = await call("list_tools")
+    assert listed.ok and "  · files.list(dir: string) -> text" in listed.text
+    by_name = {t["name"]: t for t in listed.data["tools"]}
+    assert by_name["files.write"]["inputSchema"]["required"] == ["path", "text"]
+    assert "files.list(dir: string)" in tools["add_node"].description
+
+    plan_id = await _plan(call)
+    node = call_node("scan", tool="files.list", args={"dirr": "/tmp"},
+                     authority=[{"capability": "files", "scope": "/tmp", "verb": "list"}])
+    assert (await call("add_node", planId=plan_id, node=node)).ok
+    assert (await call("connect_nodes", planId=plan_id, edge={"from": "entry", "to": "scan"})).ok
+    refused = await call("submit_plan", planId=plan_id)
+    assert refused.code == "freeze_refused"
+    (issue,) = refused.data["issues"]
+    assert issue["code"] == "unknown_argument" and issue["nodeId"] == "scan"
+    assert 'did you mean "dir"?' in issue["message"]

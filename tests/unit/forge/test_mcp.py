@@ -28,7 +28,7 @@ async def test_tools_are_listed_with_schemas_and_hints() -> None:
     async with Client(server, mode="legacy") as client:
         listed = await client.list_tools()
     by_name = {tool.name: tool for tool in listed.tools}
-    assert len(by_name) == 20
+    assert len(by_name) == 21
     assert by_name["plan_outline"].annotations is not None
     assert by_name["plan_outline"].annotations.read_only_hint is True
     assert by_name["add_node"].annotations.read_only_hint is False  # type: ignore[union-attr]
@@ -85,3 +85,18 @@ async def test_the_front_tier_over_mcp() -> None:
         )
     assert not made.is_error, _text(made)
     assert made.structured_content["data"]["template"] == "research"  # type: ignore[index]
+
+
+async def test_an_mcp_client_reads_the_tools_a_plan_may_call_with_their_shapes() -> None:
+    """list_tools over MCP: each allowed tool's signature and input schema."""
+    from workers.example_tools import TOOLBOX
+
+    orch = await make_orch(invocable=TOOLBOX, templates=())
+    server = build_mcp_server(orch.tools("authoring"))
+    async with Client(server, mode="legacy") as client:
+        listed = await client.call_tool("list_tools", {})
+    assert not listed.is_error
+    assert "files.write(path: string, text: string) -> text" in _text(listed)
+    tools = listed.structured_content["data"]["tools"]  # type: ignore[index]
+    assert [t["name"] for t in tools] == list(TOOLBOX.names())
+    assert tools[0]["inputSchema"]["properties"] == {"dir": {"type": "string"}}
