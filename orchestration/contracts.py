@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orchestration.tool_shapes import ToolShape
 from orchestration.types import BranchNode, FrameRef, NodeOutput, PlanNode, SelectNode
+
+if TYPE_CHECKING:  # only an annotation here: the workflow imports this module, not jsonschema
+    from orchestration.tool_shapes import ToolShape
 
 __all__ = [
     "ArtifactReturn",

@@ -32,7 +32,7 @@ from orchestration.forge.schemas import (
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
 from orchestration.store.base import CreateRefused
-from orchestration.tool_catalog import tool_catalog
+from orchestration.toolbox import tool_catalog
 from orchestration.types import PlanBounds, PlanEdge, PlanNode, RawPlanView
 from orchestration.validation.topology import handle_allowed
 
