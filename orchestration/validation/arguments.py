@@ -26,6 +26,7 @@ from typing import Any
 
 from orchestration.contracts import DescribedTools
 from orchestration.encoding import NodeRef, ParamRef
+from orchestration.references import JOIN_FIELDS, decode_output_schema
 from orchestration.tool_shapes import ToolShape, is_plain_json
 from orchestration.types import (
     BooleanField,
@@ -35,6 +36,7 @@ from orchestration.types import (
     EnumField,
     NumberField,
     PlanIssue,
+    PlanNode,
     ReasonDefinition,
     StringField,
     TransformDefinition,
@@ -132,37 +134,31 @@ def _reference_problem(
     ctx: CheckContext, shape: ToolShape, arg: str, ref: NodeRef
 ) -> str | None:
     target = ctx.by_id.get(ref.node)
-    if target is None or ref.path is None:
+    if target is None or ref.path is None or ref.select == "all":
         return None
-    if ref.select == "all":
-        return None
-    declared = _declared(target.definition, ref.path)
+    declared = _declared(target, ref.path)
     if declared is None:
         return None
     return shape.field_problem(arg, declared, many=False)
 
 
-def _declared(definition: Any, path: str) -> DeclaredField | None:
-    """The field ``path`` a node declares (or its reason schema's top-level property)."""
-    if isinstance(definition, EntryDefinition):
-        fields = definition.input
-    elif isinstance(definition, CallDefinition | TransformDefinition):
-        fields = definition.output
-    elif isinstance(definition, ReasonDefinition):
-        return _reason_field(definition.output_schema, path)
-    else:
-        return None
-    return next((f for f in fields if f.path == path), None)
+def _declared(node: PlanNode, path: str) -> DeclaredField | None:
+    """The type of field ``path`` of ``node``, where the plan declares one."""
+    d = node.definition
+    if isinstance(d, EntryDefinition | CallDefinition | TransformDefinition):
+        fields = d.input if isinstance(d, EntryDefinition) else d.output
+        return next((f for f in fields if f.path == path), None)
+    if node.kind == "join":
+        return StringField(path=path) if path in JOIN_FIELDS else None
+    if isinstance(d, ReasonDefinition):
+        properties = (decode_output_schema(d.output_schema) or {}).get("properties")
+        prop = properties.get(path) if isinstance(properties, dict) else None
+        return _schema_field(path, prop) if isinstance(prop, dict) else None
+    return None
 
 
-def _reason_field(output_schema: str, path: str) -> DeclaredField | None:
-    try:
-        schema = json.loads(output_schema)
-        prop = schema["properties"][path]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(prop, dict):
-        return None
+def _schema_field(path: str, prop: dict[str, Any]) -> DeclaredField | None:
+    """A reason schema's top-level property as the declared field it amounts to."""
     enum = prop.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
         return EnumField(path=path, values=tuple(enum))
