@@ -11,7 +11,7 @@ from __future__ import annotations
 from orchestration.contracts import BranchVerdict, PredicateVerdict, SelectVerdict
 from orchestration.types import BranchNode, SelectNode
 
-__all__ = ["safe_verdict", "select_verdict"]
+__all__ = ["js_truthy", "safe_verdict", "select_verdict"]
 
 
 def safe_verdict(node: BranchNode | SelectNode) -> PredicateVerdict:
@@ -25,3 +25,19 @@ def select_verdict(node: SelectNode, value: object) -> SelectVerdict:
     """The case ``value`` names, or no case when it is not exactly one of ``node``'s labels."""
     label = value if isinstance(value, str) and value in node.definition.cases else None
     return SelectVerdict(case_label=label)
+
+
+def js_truthy(value: object) -> bool:
+    """JavaScript's ``Boolean(value)`` over the value subset, the reference's truthiness.
+
+    Only ``None``, ``False``, zero (and NaN) and ``""`` are false; an empty list or dict is
+    true, unlike Python's ``bool``.
+    """
+    if value is None or value is False:
+        return False
+    kind = type(value)
+    if kind is int or kind is float:
+        return bool(value == value and value != 0)
+    if kind is str:
+        return value != ""
+    return True
