@@ -6,7 +6,12 @@
 """
 
 from orchestration.predicates.cel import CEL_INSTALL, CelCell
-from orchestration.predicates.lua import LUA_INSTALL, LuaCell, LuaMemoryExceeded
+from orchestration.predicates.errors import (
+    CellEvaluationError,
+    LuaMemoryExceeded,
+    PredicateLimitExceeded,
+)
+from orchestration.predicates.lua import LUA_INSTALL, LuaCell
 from orchestration.predicates.snapshot import merged_record, node_records
 from orchestration.predicates.structured import (
     LEGAL_OPS,
@@ -19,9 +24,11 @@ from orchestration.predicates.structured import (
 
 __all__ = [
     "CEL_INSTALL",
+    "CellEvaluationError",
     "LEGAL_OPS",
     "LUA_INSTALL",
     "MAX_PREDICATE_DEPTH",
+    "PredicateLimitExceeded",
     "CelCell",
     "LuaCell",
     "LuaMemoryExceeded",
