@@ -160,8 +160,8 @@ class Judgement:
       nothing), ``holds``, and for a select the ``case`` it belongs to. At most
       :data:`~orchestration.predicates.evidence.MAX_CHECKS` are listed; ``omitted`` counts the
       rest.
-    * ``reads`` (CEL, jexl, Lua): the node fields the source names and the values they had on
-      this frame, as ``{"<nodeId>.<field>": value}`` (a field that was not there is absent).
+    * ``reads`` (jexl): the node fields the source names and the values they had on this frame,
+      as ``{"<nodeId>.<field>": value}`` (a field that was not there is absent).
 
     Values are shown bounded (long strings and large containers are cut, see
     :func:`~orchestration.predicates.evidence.shown`), so evidence stays small in history.

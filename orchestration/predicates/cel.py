@@ -23,7 +23,11 @@ schema properties are typed from their JSON Schema ``type``; a node that declare
 **Evaluation** is deterministic (CEL has no clock, I/O or randomness), so the workflow runs it
 inline. Any evaluation error (a node not on this route, a missing key, a result of the wrong
 type) gives the safe verdict (``no_match`` / ``default``) with the error as evidence; a value
-gives its verdict with the value as evidence.
+gives its verdict with the value as evidence. Work is bounded by CEL itself: there are no
+loops, and comprehensions (``all``, ``exists``, ``map``, ...) share the runtime's iteration
+budget; a predicate that exhausts it raises
+:class:`~orchestration.predicates.errors.PredicateLimitExceeded` (the run stops
+``predicate_unevaluatable``), because such a predicate is broken rather than false.
 
 ``load()`` fails with ``E_ORCH_CELL_UNAVAILABLE`` and the install command when the package is
 missing.
@@ -43,6 +47,7 @@ from orchestration.contracts import (
     PredicateVerdict,
 )
 from orchestration.errors import CellUnavailableError
+from orchestration.predicates.errors import PredicateLimitExceeded
 from orchestration.predicates.snapshot import node_records
 from orchestration.predicates.verdicts import safe_verdict, select_verdict
 from orchestration.references import JOIN_FIELDS, decode_output_schema
@@ -289,7 +294,12 @@ class CelCell:
         return expression
 
     def decide(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
-        """The verdict and its evidence, synchronously (see the module docstring)."""
+        """The verdict and its evidence, synchronously (see the module docstring).
+
+        Raises:
+            PredicateLimitExceeded: the predicate exhausted CEL's iteration budget.
+
+        """
         safe = safe_verdict(node)
         source = node.definition.predicate
         if not isinstance(source, str):
@@ -301,7 +311,10 @@ class CelCell:
             kind = result.type().name()
             value = result.value()
         except RuntimeError as exc:
-            return Judgement(safe, {"cell": "cel", "error": _one_line(exc)})
+            message = _one_line(exc)
+            if "budget exceeded" in message:
+                raise PredicateLimitExceeded("work", f"cel-cell: {message}") from None
+            return Judgement(safe, {"cell": "cel", "error": message})
         if kind in ("ERROR", "UNKNOWN"):
             return Judgement(safe, {"cell": "cel", "error": str(value)})
         if isinstance(node, BranchNode):
