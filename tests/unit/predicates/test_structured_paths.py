@@ -4,6 +4,7 @@ evidence every structured verdict carries, match or not."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from orchestration.predicates import StructuredCell, parse_structured_predicate
 from orchestration.predicates.evidence import MAX_CHECKS
 from orchestration.routes import BranchId, EdgeSegment
 from orchestration.store.memory import MemoryPlanStore
+from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, run_in_process
 from orchestration.types import (
     NodeOutput,
@@ -84,6 +86,49 @@ def test_guard_words_are_refused_in_every_segment(word: str, template: str) -> N
         parse_structured_predicate({"path": path, "op": "exists"})
     with pytest.raises(ValueError, match="is refused in every path"):
         asyncio.run(CELL.validate(branch({"all": [{"path": path, "op": "exists"}]}, "structured")))
+
+
+def _nested(depth: int, form: str) -> Any:
+    predicate: Any = {"path": "entry.n", "op": "exists"}
+    for _ in range(depth):
+        predicate = {"not": predicate} if form == "not" else {form: [predicate]}
+    return predicate
+
+
+@pytest.mark.parametrize("form", ["not", "all", "any"])
+def test_the_cap_is_256_and_a_deeper_predicate_is_refused_naming_its_depth(form: str) -> None:
+    """256 levels parse and evaluate; 300 are refused with an error that says 300."""
+    at_cap = _nested(256, form)
+    parse_structured_predicate(at_cap)
+    ctx = context(entry={"n": 1})
+    CELL.decide(branch(at_cap, "structured"), ctx)
+    with pytest.raises(ValueError, match="nests 300 levels deep, deeper than the 256 allowed"):
+        parse_structured_predicate(_nested(300, form))
+
+
+
+@pytest.mark.parametrize("form", ["not", "all", "any"])
+def test_a_predicate_256_deep_is_built_stored_and_frozen(form: str, tmp_path: Path) -> None:
+    """The node builds, the SQLite store keeps it (read back by a new store), freeze passes."""
+
+    async def scenario() -> None:
+        a = author()
+        ops = [
+            a.entry(input=[NumberField(path="n")]),
+            a.branch("gate", evaluator="structured", predicate=_nested(256, form)),
+            a.edge("entry", "gate", edge_id="e1"),
+        ]
+        store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+        await store.create_plan("deep")
+        await store.append_ops("deep", ops)
+        await store.close()
+        reopened = SqlitePlanStore(tmp_path / "plans.sqlite3")
+        orch = await create_orchestration(store=reopened, invocable=TOOLS)
+        result = await orch.freeze_plan("deep")
+        assert result.ok, result.issues
+        await reopened.close()
+
+    asyncio.run(scenario())
 
 
 def test_judge_gives_evidence_for_a_no_match_and_a_match() -> None:
