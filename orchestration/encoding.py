@@ -456,12 +456,16 @@ class _NonStrMap:
         self.items = items
 
 
-def _array_header(n: int) -> bytes:
+def _header(n: int, fix: int, wide: bytes, widest: bytes) -> bytes:
     if n < 16:
-        return bytes([0x90 | n])
+        return bytes([fix | n])
     if n < 0x10000:
-        return b"\xdc" + struct.pack(">H", n)
-    return b"\xdd" + struct.pack(">I", n)
+        return wide + struct.pack(">H", n)
+    return widest + struct.pack(">I", n)
+
+
+def _array_header(n: int) -> bytes:
+    return _header(n, 0x90, b"\xdc", b"\xdd")
 
 
 def _pack(value: Any, opts: int) -> bytes:
@@ -477,11 +481,7 @@ def _pack(value: Any, opts: int) -> bytes:
 
 
 def _map_header(n: int) -> bytes:
-    if n < 16:
-        return bytes([0x80 | n])
-    if n < 0x10000:
-        return b"\xde" + struct.pack(">H", n)
-    return b"\xdf" + struct.pack(">I", n)
+    return _header(n, 0x80, b"\xde", b"\xdf")
 
 
 def _pack_deep(value: Any, opts: int, depth: int) -> bytes:

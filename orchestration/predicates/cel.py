@@ -44,12 +44,11 @@ from orchestration.contracts import (
     BranchVerdict,
     Judgement,
     PredicateContext,
-    PredicateVerdict,
 )
-from orchestration.errors import CellUnavailableError
-from orchestration.predicates.errors import PredicateLimitExceeded
+from orchestration.predicates.errors import PredicateLimitExceeded, import_optional
+from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import node_records
-from orchestration.predicates.verdicts import safe_verdict, select_verdict
+from orchestration.predicates.verdicts import DecidingCell, safe_verdict, select_verdict
 from orchestration.references import JOIN_FIELDS, decode_output_schema
 from orchestration.types import (
     BooleanField,
@@ -77,11 +76,7 @@ _RESERVED = frozenset(
 
 
 def _load_module() -> Any:
-    try:
-        from cel_expr_python import cel
-    except ImportError as exc:
-        raise CellUnavailableError("cel", CEL_INSTALL, str(exc)) from exc
-    return cel
+    return import_optional("cel", CEL_INSTALL, "cel_expr_python.cel")
 
 
 def _field_type(cel: Any, declared: DeclaredField) -> Any:
@@ -189,7 +184,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-class CelCell:
+class CelCell(DecidingCell):
     """The ``cel`` predicate cell (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -323,14 +318,5 @@ class CelCell:
                     safe, {"cell": "cel", "error": f"the predicate yielded {kind}, not a bool"}
                 )
             return Judgement(BranchVerdict(matched=value), {"cell": "cel", "result": value})
-        return Judgement(select_verdict(node, value), {"cell": "cel", "result": _plain(value)})
-
-    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
-        """See :meth:`decide`."""
-        return self.decide(node, ctx)
-
-    async def evaluate(
-        self, node: BranchNode | SelectNode, ctx: PredicateContext
-    ) -> PredicateVerdict:
-        """See :meth:`decide` (the verdict only)."""
-        return self.decide(node, ctx).verdict
+        evidence = {"cell": "cel", "result": shown(_plain(value))}
+        return Judgement(select_verdict(node, value), evidence)

@@ -16,11 +16,18 @@ and never worth retrying, so the evaluate activity reports it as a non-retryable
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Literal
 
-from orchestration.errors import OrchestrationError
+from orchestration.errors import CellUnavailableError, OrchestrationError
 
-__all__ = ["CellEvaluationError", "LuaMemoryExceeded", "PredicateLimitExceeded"]
+__all__ = [
+    "CellEvaluationError",
+    "LuaMemoryExceeded",
+    "PredicateLimitExceeded",
+    "import_optional",
+]
 
 Limit = Literal["instructions", "memory", "time", "work"]
 
@@ -54,3 +61,17 @@ class LuaMemoryExceeded(PredicateLimitExceeded):
 
     def __init__(self, message: str) -> None:
         super().__init__("memory", message)
+
+
+def import_optional(cell: str, install: str, *modules: str) -> ModuleType:
+    """Import a cell's optional package (each of ``modules``), returning the first.
+
+    Raises:
+        CellUnavailableError: one is missing; the message names ``install``.
+
+    """
+    try:
+        imported = [importlib.import_module(name) for name in modules]
+    except ImportError as exc:
+        raise CellUnavailableError(cell, install, str(exc)) from exc
+    return imported[0]

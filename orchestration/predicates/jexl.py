@@ -55,13 +55,16 @@ from orchestration.contracts import (
     Judgement,
     PredicateContext,
     PredicateRead,
-    PredicateVerdict,
 )
-from orchestration.errors import CellUnavailableError
-from orchestration.predicates.errors import PredicateLimitExceeded
+from orchestration.predicates.errors import PredicateLimitExceeded, import_optional
 from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import merged_record, node_records
-from orchestration.predicates.verdicts import js_truthy, safe_verdict, select_verdict
+from orchestration.predicates.verdicts import (
+    DecidingCell,
+    js_truthy,
+    safe_verdict,
+    select_verdict,
+)
 from orchestration.resolve import MISSING, read_segments
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
@@ -81,14 +84,9 @@ class _WorkExceeded(Exception):
 
 
 def _load_module() -> Any:
-    try:
-        import pyjexl
-        import pyjexl.evaluator
-        import pyjexl.exceptions
-        import pyjexl.parser
-    except ImportError as exc:
-        raise CellUnavailableError("jexl", JEXL_INSTALL, str(exc)) from exc
-    return pyjexl
+    return import_optional(
+        "jexl", JEXL_INSTALL, "pyjexl", "pyjexl.evaluator", "pyjexl.exceptions", "pyjexl.parser"
+    )
 
 
 def _size(value: Any) -> int:
@@ -180,7 +178,7 @@ def _metered_evaluator(pyjexl: Any) -> Any:
     return Metered
 
 
-class JexlCell:
+class JexlCell(DecidingCell):
     """The ``jexl`` predicate cell (see the module docstring).
 
     Args:
@@ -352,16 +350,6 @@ class JexlCell:
         if isinstance(node, BranchNode):
             return Judgement(BranchVerdict(matched=js_truthy(value)), evidence)
         return Judgement(select_verdict(node, value), evidence)
-
-    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
-        """See :meth:`decide` (runs on the calling thread)."""
-        return self.decide(node, ctx)
-
-    async def evaluate(
-        self, node: BranchNode | SelectNode, ctx: PredicateContext
-    ) -> PredicateVerdict:
-        """See :meth:`decide` (the verdict only)."""
-        return self.decide(node, ctx).verdict
 
 
 def _evidence(reads: Mapping[str, Any], **fields: Any) -> dict[str, Any]:

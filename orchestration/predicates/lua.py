@@ -57,17 +57,16 @@ from orchestration.contracts import (
     BranchVerdict,
     Judgement,
     PredicateContext,
-    PredicateVerdict,
 )
-from orchestration.errors import CellUnavailableError
 from orchestration.predicates.errors import (
     CellEvaluationError,
     LuaMemoryExceeded,
     PredicateLimitExceeded,
+    import_optional,
 )
 from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import node_records
-from orchestration.predicates.verdicts import safe_verdict, select_verdict
+from orchestration.predicates.verdicts import DecidingCell, safe_verdict, select_verdict
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
 __all__ = [
@@ -93,11 +92,7 @@ _I64 = (-(2**63), 2**63 - 1)
 
 
 def _load_lupa() -> Any:
-    try:
-        import lupa.lua54 as lua54
-    except ImportError as exc:
-        raise CellUnavailableError("lua", LUA_INSTALL, str(exc)) from exc
-    return lua54
+    return import_optional("lua", LUA_INSTALL, "lupa.lua54")
 
 
 def _marshal(value: Any) -> Any:
@@ -128,7 +123,7 @@ def _ctx_table(outputs: Mapping[str, NodeOutput]) -> dict[str, Any]:
     }
 
 
-class LuaCell:
+class LuaCell(DecidingCell):
     """The ``lua`` predicate cell (see the module docstring).
 
     Args:
@@ -289,13 +284,3 @@ class LuaCell:
             matched = lua_type != "nil" and value is not False
             return Judgement(BranchVerdict(matched=matched), evidence)
         return Judgement(select_verdict(node, value), evidence)
-
-    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
-        """See :meth:`decide` (runs on the calling thread)."""
-        return self.decide(node, ctx)
-
-    async def evaluate(
-        self, node: BranchNode | SelectNode, ctx: PredicateContext
-    ) -> PredicateVerdict:
-        """See :meth:`decide` (the verdict only)."""
-        return self.decide(node, ctx).verdict

@@ -8,10 +8,38 @@ is, exactly, one of the node's case labels: no coercion, so ``1`` never selects 
 
 from __future__ import annotations
 
-from orchestration.contracts import BranchVerdict, PredicateVerdict, SelectVerdict
+from orchestration.contracts import (
+    BranchVerdict,
+    Judgement,
+    PredicateContext,
+    PredicateVerdict,
+    SelectVerdict,
+)
 from orchestration.types import BranchNode, SelectNode
 
-__all__ = ["js_truthy", "safe_verdict", "select_verdict"]
+__all__ = ["DecidingCell", "js_truthy", "safe_verdict", "select_verdict"]
+
+
+class DecidingCell:
+    """``judge`` and ``evaluate`` for a cell whose decision is one synchronous ``decide``.
+
+    The evaluate activity runs ``decide`` on a worker thread for a cell that runs there, and
+    the workflow calls ``judge`` for one it runs inline; both give the same judgement.
+    """
+
+    def decide(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
+        """The verdict and its evidence."""
+        raise NotImplementedError
+
+    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
+        """See :meth:`decide` (runs on the calling thread)."""
+        return self.decide(node, ctx)
+
+    async def evaluate(
+        self, node: BranchNode | SelectNode, ctx: PredicateContext
+    ) -> PredicateVerdict:
+        """See :meth:`decide` (the verdict only)."""
+        return self.decide(node, ctx).verdict
 
 
 def safe_verdict(node: BranchNode | SelectNode) -> PredicateVerdict:

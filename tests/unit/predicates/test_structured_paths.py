@@ -24,7 +24,7 @@ from orchestration.types import (
     StringField,
 )
 
-from ..validation.helpers import TOOLS, author, call, check, only
+from ..validation.helpers import TOOLS, author, call, check, fan_in_ops, only
 from .helpers import branch, context, select
 
 CELL = StructuredCell()
@@ -242,17 +242,7 @@ def test_every_unreadable_path_is_refused(path: str, code: str, words: str) -> N
 
 def test_a_node_on_only_one_route_is_refused() -> None:
     """A node that runs on some routes to the branch only (one side of a fan-in) is refused."""
-    a = author()
-    ops = [
-        a.entry(),
-        call(a, "left", output=[NumberField(path="n")]),
-        call(a, "right", output=[NumberField(path="n")]),
-        a.branch("gate", evaluator="structured", predicate={"path": "left.n", "op": "exists"}),
-        a.edge("entry", "left", edge_id="e1"),
-        a.edge("entry", "right", edge_id="e2"),
-        a.edge("left", "gate", edge_id="e3"),
-        a.edge("right", "gate", edge_id="e4"),
-    ]
+    ops = fan_in_ops("structured", {"path": "left.n", "op": "exists"})
     issues = check(ops, cells=[StructuredCell()])
     assert "reference_not_upstream" in [i.code for i in issues]
 

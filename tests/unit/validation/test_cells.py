@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .helpers import FakeCell, author, call, check, only
+from .helpers import FakeCell, author, call, check, fan_in_ops, only
 
 
 def _branch(predicate=None, evaluator="fake"):  # type: ignore[no-untyped-def]
@@ -112,19 +112,7 @@ def test_lua_predicates_are_syntax_checked_at_freeze() -> None:
 def test_cel_refuses_a_node_that_runs_on_only_some_routes() -> None:
     """A node before the branch on one route of a fan-in is not readable: CEL refuses it."""
     from orchestration.predicates import CelCell
-    from orchestration.types import NumberField
 
-    a = author()
-    ops = [
-        a.entry(),
-        call(a, "left", output=[NumberField(path="n")]),
-        call(a, "right", output=[NumberField(path="n")]),
-        a.branch("gate", evaluator="cel", predicate="left.n > 1"),
-        a.edge("entry", "left", edge_id="e1"),
-        a.edge("entry", "right", edge_id="e2"),
-        a.edge("left", "gate", edge_id="e3"),
-        a.edge("right", "gate", edge_id="e4"),
-    ]
-    issues = check(ops, cells=[CelCell()])
+    issues = check(fan_in_ops("cel", "left.n > 1"), cells=[CelCell()])
     assert any(i.code == "evaluator_error" and "undeclared reference to 'left.n'" in i.message
                for i in issues), [i.message for i in issues]
