@@ -8,15 +8,25 @@ it needs no task-queue round trip. A cell exposing a blocking ``decide`` (the Lu
 a worker thread so a busy predicate never stalls the worker's event loop.
 
 Failures (``ApplicationError.type``, all non-retryable, all settling the node as a predicate
-failure): ``unwired_evaluator`` (no cell with that id on this worker),
-``E_ORCH_CELL_UNAVAILABLE`` (its package is missing), ``lua_memory_exceeded`` and
-``predicate_unevaluatable`` (the cell raised).
+failure, so the run stops ``predicate_unevaluatable``): ``unwired_evaluator`` (no cell with that
+id on this worker), ``E_ORCH_CELL_UNAVAILABLE`` (its package is missing),
+``predicate_limit_exceeded`` / ``lua_memory_exceeded`` (the predicate ran past its cell's
+instruction, memory or time ceiling), and ``predicate_unevaluatable`` (the cell raised, or did
+not answer within the activity's own deadline).
+
+Non-retryable matters: the same predicate over the same outputs fails the same way, and a
+retried local activity would make the workflow wait out every attempt. For the same reason the
+activity never lets a cell run into the local activity's start-to-close timeout (a timeout is
+retried whatever the failure type): it stops waiting a little before it and fails at once. A
+cell that runs in a process of its own (the Lua cell) stops its work at its own deadline; a
+consumer's in-process cell that ignores time cannot be stopped, only no longer waited for.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -33,6 +43,10 @@ from orchestration.execution import EvaluateRequest, EvaluateResponse
 from orchestration.types import BranchNode, SelectNode
 
 __all__ = ["EvaluateActivities", "judge"]
+
+_MARGIN = 0.9
+"""The share of the activity's start-to-close timeout a cell may use before the activity gives up
+on it and fails (non-retryably) while there is still time to report."""
 
 
 def _refuse(code: str, message: str) -> ApplicationError:
@@ -77,7 +91,13 @@ class EvaluateActivities:
         try:
             await cell.load()
             ctx = PredicateContext(outputs=request.outputs, frame=request.frame)
-            judgement = await judge(cell, node, ctx)
+            judgement = await asyncio.wait_for(judge(cell, node, ctx), _deadline())
+        except TimeoutError as exc:
+            raise _refuse(
+                "predicate_unevaluatable",
+                f"cell {wanted!r} on node {node.id!r} gave no verdict within the evaluate "
+                "activity's deadline; bound the predicate's work (or the cell's time limit)",
+            ) from exc
         except OrchestrationError as exc:
             raise _refuse(exc.code, f"cell {wanted!r} on node {node.id!r}: {exc.message}") from exc
         except Exception as exc:  # noqa: BLE001 - a raising cell is a predicate failure
@@ -93,3 +113,14 @@ class EvaluateActivities:
         return EvaluateResponse(
             kind="select", case_label=verdict.case_label, evidence=judgement.evidence
         )
+
+
+def _deadline() -> float | None:
+    """Seconds a cell may take: most of the activity's start-to-close timeout, if it has one."""
+    try:
+        timeout = activity.info().start_to_close_timeout
+    except RuntimeError:  # called outside an activity
+        return None
+    if not isinstance(timeout, timedelta) or timeout <= timedelta(0):
+        return None
+    return timeout.total_seconds() * _MARGIN

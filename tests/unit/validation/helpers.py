@@ -255,3 +255,20 @@ def every_kind_ops(a: PlanAuthor | None = None) -> list[PlanOp]:
         a.edge("channel", "save", "case_file", edge_id="e_file"),
         a.edge("channel", "archive", "default", edge_id="e_default"),
     ]
+
+
+def fan_in_ops(evaluator: str, predicate: Any) -> list[PlanOp]:
+    """entry → left, entry → right, both → gate: `left` runs before gate on one route only."""
+    from orchestration.types import NumberField
+
+    a = author()
+    return [
+        a.entry(),
+        call(a, "left", output=[NumberField(path="n")]),
+        call(a, "right", output=[NumberField(path="n")]),
+        a.branch("gate", evaluator=evaluator, predicate=predicate),
+        a.edge("entry", "left", edge_id="e1"),
+        a.edge("entry", "right", edge_id="e2"),
+        a.edge("left", "gate", edge_id="e3"),
+        a.edge("right", "gate", edge_id="e4"),
+    ]
