@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import activity
@@ -38,6 +39,9 @@ __all__ = ["FrameActivities", "application_error", "heartbeating"]
 T = TypeVar("T")
 
 _EVERY_SECONDS = 5.0
+_MARGIN = 0.9
+"""The share of the evaluate activity's start-to-close timeout a cell may use before the
+activity gives up on it and fails (non-retryably) while there is still time to report."""
 
 
 def application_error(failure: WorkFailed) -> ApplicationError:
@@ -129,8 +133,32 @@ class FrameActivities:
 
     @activity.defn(name="plan.evaluate")
     async def evaluate(self, request: EvaluateRequest) -> EvaluateResponse:
-        """Decide one branch or select frame with a cell the workflow does not run inline."""
+        """Decide one branch or select frame with a cell the workflow does not run inline.
+
+        It never lets a cell run into the local activity's start-to-close timeout (a timeout
+        is retried whatever the failure): it stops waiting a little before it and fails at
+        once, ``predicate_unevaluatable``. A cell running in a process of its own (the Lua
+        cell) stops its work at its own deadline; an in-process cell that ignores time cannot
+        be stopped, only no longer waited for.
+        """
         try:
-            return await self.work.evaluate(request)
+            return await asyncio.wait_for(self.work.evaluate(request), _deadline())
+        except TimeoutError as exc:
+            failure = WorkFailed(
+                "predicate_unevaluatable",
+                f"cell {request.node.definition.evaluator!r} on node {request.node.id!r} gave "
+                "no verdict within the evaluate activity's deadline; bound the predicate's "
+                "work (or the cell's time limit)",
+                kind="predicate",
+            )
+            raise application_error(failure) from exc
         except WorkFailed as failure:
             raise application_error(failure) from failure
+
+
+def _deadline() -> float | None:
+    """Seconds a cell may take: most of the activity's start-to-close timeout, if it has one."""
+    timeout = activity.info().start_to_close_timeout
+    if not isinstance(timeout, timedelta) or timeout <= timedelta(0):
+        return None
+    return timeout.total_seconds() * _MARGIN

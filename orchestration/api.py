@@ -8,9 +8,10 @@ the middle of a freeze. Everything public is then reached through the object:
   digest it validated, only when no blocking issue remains; it returns ``{ok, issues}`` either
   way, never raising for a plan's content.
 * ``approve_plan`` is the permission gate. It refuses, before writing anything, unless the plan
-  is ``reviewable`` and the record names this plan, its current digest, and exactly its
-  canonical authority set; then it moves ``reviewable → executable`` with the record in one
-  compare-and-set. Each refusal is a value with its own code.
+  is ``reviewable`` and the record names this plan, its current digest, and its canonical
+  authority set (as a set: any order, no duplicates); then it moves ``reviewable →
+  executable`` with the record (its set in canonical order) in one compare-and-set. Each
+  refusal is a value with the contract's wire reason and a finer cause.
 * ``render``, ``outline``, ``slice`` and ``raw`` are the reading side: what an operator reads
   before approving, and what a model reads while editing.
 * ``instantiate`` mints a new editable plan from a registered template (templates are checked
@@ -37,6 +38,7 @@ from orchestration.approval import (
     ApprovalResult,
     approval_record,
     authority_set,
+    canonical_record,
     check_approval,
 )
 from orchestration.authoring import PlanAuthor
@@ -143,6 +145,7 @@ async def create_orchestration(
     invocable: InvocableTools,
     evaluators: Sequence[PredicateEvaluator] = (),
     templates: Sequence[PlanTemplate] = (),
+    strict_authority: bool = False,
 ) -> Orchestration:
     """Assemble the facade, loading every cell and checking every template first.
 
@@ -153,6 +156,11 @@ async def create_orchestration(
             (which is always wired; a cell with id ``structured`` replaces it).
         templates: The plan shapes a model may instantiate; each is checked here (see
             :func:`~orchestration.templates.validate_template`).
+        strict_authority: Refuse to freeze a call that claims no authority. Off by default:
+            the contract allows ``authority: []``, so freeze reports ``missing_authority`` as
+            an advisory and the operator view marks such a call as potentially mutating. On,
+            the same issue is blocking (templates are checked with the same policy). No
+            freeze can override it.
 
     Raises:
         InvalidTemplateError: a template fails its checks (all its issues are listed), or
@@ -163,7 +171,9 @@ async def create_orchestration(
     cells = merge_evaluators((StructuredCell(),), evaluators)
     for cell in cells:
         await cell.load()
-    inputs = FreezeInputs(invocable=invocable, evaluators=cells)
+    inputs = FreezeInputs(
+        invocable=invocable, evaluators=cells, strict_authority=strict_authority
+    )
     registry: dict[str, PlanTemplate] = {}
     for template in templates:
         if template.id in registry:
@@ -264,10 +274,14 @@ class Orchestration:
         """The permission gate: ``reviewable → executable``, bound to the record.
 
         Refuses before writing anything unless the record names this plan, the plan is
-        reviewable, the record's digest is the current digest (an earlier revision's digest is
-        refused as ``stale_digest``) and its authority set is exactly the canonical set. The
-        transition itself is a compare-and-set on the digest, so a plan that changed between
-        the check and the write is refused too (``transition_rejected``).
+        reviewable, the record's digest is the current digest and its authority set is the
+        canonical set (compared as a set: any order, no duplicates). A refusal carries the
+        contract's wire ``reason`` (``digest_mismatch`` or ``state_mismatch``) and a finer
+        ``cause`` (``wrong_plan``, ``not_reviewable``, ``stale_digest`` for an earlier
+        revision's digest, ``unknown_digest``, ``authority_duplicate``, ``authority_mismatch``).
+        The record is stored with its set in canonical order. The transition itself is a
+        compare-and-set on the digest, so a plan that changed between the check and the write
+        is refused too (cause ``transition_rejected``).
 
         Raises:
             PlanNotFoundError: no plan has that id.
@@ -291,17 +305,18 @@ class Orchestration:
                 from_="reviewable",
                 to="executable",
                 expected_digest=view.digest,
-                approval=record,
+                approval=canonical_record(record),
             ),
         )
         if isinstance(result, TransitionRefused):
             issue = _transition_rejected(result)
-            actual = result.actual
             return ApprovalRefused(
-                code=issue.code,
+                reason="state_mismatch"
+                if result.reason in ("state_mismatch", "illegal_transition")
+                else "digest_mismatch",
+                cause="transition_rejected",
                 message=issue.message,
-                state=actual.state if actual is not None else None,
-                digest=actual.digest if actual is not None else None,
+                actual=result.actual,
             )
         return ApprovalOk(plan_id=plan_id, digest=view.digest, revision=result.revision)
 

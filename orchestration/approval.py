@@ -1,25 +1,34 @@
 """Approval: the canonical authority set, the operator's record, and the checks that bind them.
 
 Approval IS the ``reviewable → executable`` transition, so "approved" and "executable" are one
-fact. It binds two things, both compared exactly:
+fact. It binds two things:
 
 * the **digest**, which is lossless: two plans that differ in any staged value differ here, so an
   approval cannot authorise content that was never rendered, and a later revision never
   inherits an approval;
 * the **authority set**: the union of the claims of every call reachable from the entry,
   deduplicated and sorted by (capability, scope, verb) comparing UTF-16 code units (the
-  contract's string order), so set equality is a byte comparison and a stored record can be
-  re-checked by anyone. A record whose set holds a duplicate, misses a claim, adds one, or lists
-  them out of canonical order is refused: the operator must have been shown exactly the set the
-  plan will exercise.
+  contract's string order). A record's set is compared with it **as a set**: any order is
+  accepted, a claim listed twice is refused (a set holds each claim once), and a claim missing
+  or added is refused. The record that is stored holds the canonical sorted form, so stored
+  records stay byte-comparable and anyone can re-check one.
 
-A denial is never recorded: it is the absence of a record. Every refusal here is a value with
-its own stable ``code`` and a message naming the fix; none touches the store.
+A refusal is a value shaped like the contract's ``TransitionResult`` refusal: ``reason`` is
+one of the contract's wire reasons (``digest_mismatch`` for a record naming another plan, a
+digest that is not the current one, or an authority set that is not the computed one;
+``state_mismatch`` when the plan is not ``reviewable``), and ``cause`` beside it says which
+(``wrong_plan``, ``stale_digest``, ``authority_mismatch``, ...), so a client written against
+the contract branches on ``reason`` and a person reads ``cause`` and ``message``. A denial is
+never recorded: it is the absence of a record. No refusal touches the store.
+
+:func:`authority_refusal` is the one comparison of a record's authority set with a plan: the
+facade's gate and the worker's deviation check both call it, so they cannot disagree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from orchestration.graph import PlanGraph, reachable
@@ -29,20 +38,48 @@ from orchestration.types import (
     CallDefinition,
     PlanState,
     RawPlanView,
+    StateDigest,
     WireModel,
 )
 
 __all__ = [
+    "ApprovalCause",
     "ApprovalOk",
+    "ApprovalReason",
     "ApprovalRefused",
     "ApprovalResult",
+    "AuthorityRefusal",
     "approval_record",
-    "authority_problem",
+    "authority_refusal",
     "authority_set",
+    "canonical_record",
     "check_approval",
     "claim_key",
     "describe_claim",
 ]
+
+ApprovalReason = Literal["digest_mismatch", "state_mismatch"]
+"""The contract's wire reasons for a refused approval."""
+
+ApprovalCause = Literal[
+    "wrong_plan",
+    "not_reviewable",
+    "stale_digest",
+    "unknown_digest",
+    "authority_duplicate",
+    "authority_mismatch",
+    "transition_rejected",
+]
+"""Which check refused, beside the wire reason:
+
+* ``wrong_plan`` (``digest_mismatch``): the record names another plan;
+* ``not_reviewable`` (``state_mismatch``): the plan is editable or already executable;
+* ``stale_digest`` (``digest_mismatch``): the record names an earlier revision's digest;
+* ``unknown_digest`` (``digest_mismatch``): a digest the plan has not had recently (mistyped);
+* ``authority_duplicate`` (``digest_mismatch``): the record lists a claim more than once;
+* ``authority_mismatch`` (``digest_mismatch``): claims are missing or added;
+* ``transition_rejected`` (the store's reason): the plan moved between the check and the write.
+"""
 
 
 class ApprovalOk(WireModel):
@@ -58,23 +95,36 @@ class ApprovalRefused(WireModel):
     """Why an approval was refused; nothing was written.
 
     Attributes:
-        code: Stable: ``wrong_plan``, ``not_reviewable``, ``stale_digest``, ``digest_mismatch``,
-            ``authority_duplicate``, ``authority_missing``, ``authority_extra``,
-            ``authority_not_canonical`` or ``transition_rejected``.
+        reason: The contract's wire reason: ``digest_mismatch`` or ``state_mismatch``.
+        cause: The finer, stable cause (see :data:`ApprovalCause`).
         message: What is wrong and what to do.
-        state: The plan's state when it was refused.
-        digest: The plan's current digest.
+        actual: The plan's state and digest when it was refused (``None`` only when the store
+            refused without saying).
 
     """
 
     ok: Literal[False] = False
-    code: str
+    reason: ApprovalReason
+    cause: ApprovalCause
     message: str
-    state: PlanState | None = None
-    digest: str | None = None
+    actual: StateDigest | None = None
 
 
 ApprovalResult = ApprovalOk | ApprovalRefused
+
+
+@dataclass(frozen=True)
+class AuthorityRefusal:
+    """Why a record's authority set is not the plan's: a stable ``cause`` and a ``message``.
+
+    Attributes:
+        cause: ``authority_duplicate`` or ``authority_mismatch``.
+        message: Names the offending claims and the fix.
+
+    """
+
+    cause: Literal["authority_duplicate", "authority_mismatch"]
+    message: str
 
 
 def claim_key(claim: AuthorityClaim) -> tuple[bytes, bytes, bytes]:
@@ -91,10 +141,22 @@ def describe_claim(claim: AuthorityClaim) -> str:
     return f"{claim.capability} · {claim.scope} · {claim.verb}"
 
 
-def authority_set(view: RawPlanView) -> tuple[AuthorityClaim, ...]:
+def authority_set(
+    view: RawPlanView, already_live: Callable[[AuthorityClaim], bool] | None = None
+) -> tuple[AuthorityClaim, ...]:
     """The canonical authority set: claims of calls reachable from any entry, deduped, sorted.
 
-    Unreachable calls never run, so their claims are not asked for.
+    The contract's ``computeAuthoritySet(view, alreadyLive?)``. Unreachable calls never run, so
+    their claims are not asked for; claims are copied to ``{capability, scope, verb}``.
+
+    Args:
+        view: The plan.
+        already_live: Answers whether a claim is already granted where the plan will run
+            (a standing grant the operator need not be asked for again); such claims are left
+            out. Use it to show an operator what is *new* in a plan. An approval record always
+            binds the whole set (``already_live`` omitted): the approval is what binds every
+            claim a plan makes, and the worker re-checks the whole set.
+
     """
     graph = PlanGraph.from_view(view)
     live = reachable(graph, (i for i, kind in enumerate(graph.kinds) if kind == "entry"))
@@ -103,6 +165,8 @@ def authority_set(view: RawPlanView) -> tuple[AuthorityClaim, ...]:
         if not live[index] or not isinstance(node.definition, CallDefinition):
             continue
         for claim in node.definition.authority:
+            if already_live is not None and already_live(claim):
+                continue
             key = claim_key(claim)
             if key not in claims:
                 claims[key] = AuthorityClaim(
@@ -129,6 +193,19 @@ def approval_record(view: RawPlanView, decided_by: str, decided_at: str) -> Appr
     )
 
 
+def canonical_record(record: ApprovalRecord) -> ApprovalRecord:
+    """``record`` with its authority set in the canonical sorted order (what a store keeps).
+
+    Only the order changes: a record whose set holds a duplicate is refused before it is
+    stored, so sorting never hides one. A signature stays valid, because the signed message is
+    computed over the canonical order too (:func:`orchestration.signing.approval_message`).
+    """
+    ordered = tuple(sorted(record.authority_set, key=claim_key))
+    if ordered == tuple(record.authority_set):
+        return record
+    return record.model_copy(update={"authority_set": ordered})
+
+
 def check_approval(
     plan_id: str,
     state: PlanState,
@@ -145,18 +222,21 @@ def check_approval(
         view: Its current content.
         record: The operator's decision.
         stale: Whether ``record.digest`` is the digest of an earlier revision of this plan
-            (the caller knows the history; a stale digest gets its own code).
+            (the caller knows the history; a stale digest gets its own cause).
 
-    Checks, in order: the plan id, the state, the digest, then the authority set (duplicates,
-    missing claims, extra claims, canonical order).
+    Checks, in order: the plan id, the state, the digest, then the authority set (see
+    :func:`authority_refusal`). Each refusal carries the contract's wire ``reason`` and its
+    ``cause`` (see :data:`ApprovalCause`).
 
     """
+    actual = StateDigest(state=state, digest=view.digest)
 
-    def refuse(code: str, message: str) -> ApprovalRefused:
-        return ApprovalRefused(code=code, message=message, state=state, digest=view.digest)
+    def refuse(reason: ApprovalReason, cause: ApprovalCause, message: str) -> ApprovalRefused:
+        return ApprovalRefused(reason=reason, cause=cause, message=message, actual=actual)
 
     if record.plan_id != plan_id:
         return refuse(
+            "digest_mismatch",
             "wrong_plan",
             f'The approval record is for plan "{record.plan_id}", not "{plan_id}"; approve '
             "each plan with a record made for it.",
@@ -168,12 +248,14 @@ def check_approval(
             else "it is already approved and runs at most once; clone it to run it again"
         )
         return refuse(
+            "state_mismatch",
             "not_reviewable",
             f'Plan "{plan_id}" is {state}, not reviewable, so it cannot be approved; {fix}.',
         )
     if record.digest != view.digest:
         if stale:
             return refuse(
+                "digest_mismatch",
                 "stale_digest",
                 f"The approval names digest {record.digest}, which is an earlier revision of "
                 f'plan "{plan_id}"; the plan changed since it was shown. Re-render it and '
@@ -181,53 +263,49 @@ def check_approval(
             )
         return refuse(
             "digest_mismatch",
+            "unknown_digest",
             f"The approval names digest {record.digest}, but plan \"{plan_id}\" has digest "
             f"{view.digest}; approve only the digest you were shown — re-render the plan and "
             "type its digest exactly.",
         )
-    problem = authority_problem(view, record.authority_set)
+    problem = authority_refusal(view, record)
     if problem is not None:
-        return refuse(*problem)
+        return refuse("digest_mismatch", problem.cause, problem.message)
     return None
 
 
-def authority_problem(
-    view: RawPlanView, granted: Sequence[AuthorityClaim]
-) -> tuple[str, str] | None:
-    """``(code, message)`` when ``granted`` is not exactly the canonical set of ``view``."""
-    canonical = authority_set(view)
-    keys = [claim_key(c) for c in granted]
-    repeated = sorted({k for k in keys if keys.count(k) > 1})
+def authority_refusal(view: RawPlanView, record: ApprovalRecord) -> AuthorityRefusal | None:
+    """Why ``record``'s authority set is not the canonical set of ``view``, or ``None``.
+
+    The set is compared as a set: any order is accepted; a claim listed twice is refused
+    (``authority_duplicate``); a claim the plan makes and the record omits, or one the record
+    grants and no reachable call makes, is refused (``authority_mismatch``, naming each).
+    This is the one comparison of an approval's authority with a plan, for the approval gate
+    and for a worker checking the approval it was handed.
+    """
+    keys = [claim_key(c) for c in record.authority_set]
+    repeated = {k for k in keys if keys.count(k) > 1}
     if repeated:
-        names = [describe_claim(c) for c in granted if claim_key(c) in repeated]
-        return (
+        names = [describe_claim(c) for c in record.authority_set if claim_key(c) in repeated]
+        return AuthorityRefusal(
             "authority_duplicate",
             f"The approval's authority set lists {', '.join(dict.fromkeys(names))} more than "
-            "once; an authority set is canonical (each claim once, sorted): rebuild the record "
-            "from the rendered plan.",
+            "once; an authority set holds each claim once: rebuild the record from the "
+            "rendered plan.",
         )
-    wanted = {claim_key(c): c for c in canonical}
+    wanted = {claim_key(c): c for c in authority_set(view)}
     given = set(keys)
     missing = [describe_claim(c) for k, c in wanted.items() if k not in given]
-    extra = [describe_claim(c) for c in granted if claim_key(c) not in wanted]
+    extra = [describe_claim(c) for c in record.authority_set if claim_key(c) not in wanted]
+    if not missing and not extra:
+        return None
+    parts = []
     if missing:
-        also = f"; it also grants {', '.join(extra)}, which no call claims" if extra else ""
-        return (
-            "authority_missing",
-            f"The approval's authority set omits {', '.join(missing)}, which the plan's calls "
-            f"claim{also}; approve exactly the authority shown in the rendered plan.",
-        )
+        parts.append(f"omits {', '.join(missing)}, which the plan's reachable calls claim")
     if extra:
-        return (
-            "authority_extra",
-            f"The approval's authority set grants {', '.join(extra)}, which no reachable call "
-            "claims; approve exactly the authority shown in the rendered plan.",
-        )
-    if keys != sorted(keys):
-        return (
-            "authority_not_canonical",
-            "The approval's authority set holds the right claims in the wrong order; list them "
-            "sorted by capability, scope, verb (as authority_set() returns them) so the record "
-            "is byte-comparable.",
-        )
-    return None
+        parts.append(f"grants {', '.join(extra)}, which no reachable call claims")
+    return AuthorityRefusal(
+        "authority_mismatch",
+        f"The approval's authority set {'; it also '.join(parts)}; approve exactly the "
+        "authority shown in the rendered plan (in any order).",
+    )

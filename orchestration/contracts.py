@@ -8,21 +8,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from orchestration.types import BranchNode, FrameRef, NodeOutput, PlanNode, SelectNode
+
+if TYPE_CHECKING:  # only an annotation here: the workflow imports this module, not jsonschema
+    from orchestration.tool_shapes import ToolShape
 
 __all__ = [
     "ArtifactReturn",
     "BranchVerdict",
     "BytesReturn",
+    "DescribedTools",
     "ExplainingEvaluator",
     "InvocableTools",
     "Judgement",
     "MediaReturn",
     "PredicateContext",
     "PredicateEvaluator",
+    "PredicateRead",
     "PredicateVerdict",
+    "ReadingEvaluator",
     "SelectVerdict",
     "TextReturn",
     "ToolReturn",
@@ -76,6 +82,19 @@ class InvocableTools(Protocol):
 
     def returns(self, tool: str) -> ToolReturn | None:
         """What ``tool`` returns; ``None`` when undeclared (a transform over it is refused)."""
+        ...
+
+
+@runtime_checkable
+class DescribedTools(Protocol):
+    """An allowlist that also knows each tool's shape (a :class:`~orchestration.toolbox.Toolbox`).
+
+    Freeze checks the arguments of a call to a described tool against its input schema; the
+    calls of an allowlist without shapes (names only) are not checked.
+    """
+
+    def shape(self, tool: str) -> ToolShape | None:
+        """``tool``'s input (and output) shape, or ``None`` when it has none."""
         ...
 
 
@@ -143,9 +162,26 @@ class PredicateEvaluator(Protocol):
 class Judgement:
     """A verdict and the evidence for it (an encodable value, or ``None``).
 
-    The evidence is recorded on every ``edge_taken`` the verdict fires, so an operator reading
-    the run sees why a branch went the way it did (an expression's value, or the error that
-    made a cell fall back to its safe verdict).
+    Every verdict, a no-match included, carries evidence, so an operator reading the run sees
+    why a branch went the way it did. The bundled cells all give a ``dict``:
+
+    * ``cell``: the cell's id.
+    * ``result``: what the predicate produced: ``True``/``False`` for a structured branch, the
+      label picked (or ``None``) for a structured select, the expression's value for a source
+      cell (CEL, jexl, Lua). Absent when the predicate could not be evaluated.
+    * ``error``: why the cell fell back to its safe verdict (``no_match`` / ``default``), when
+      it did; ``result`` is then absent.
+    * ``checks`` (structured): each leaf evaluated, in order (combinators short-circuit, so a
+      leaf that was not needed is not listed): ``path``, ``op``, ``value`` (when the op takes
+      one), ``actual`` (the value read; absent, with ``missing: true``, when the path read
+      nothing), ``holds``, and for a select the ``case`` it belongs to. At most
+      :data:`~orchestration.predicates.evidence.MAX_CHECKS` are listed; ``omitted`` counts the
+      rest.
+    * ``reads`` (jexl): the node fields the source names and the values they had on this frame,
+      as ``{"<nodeId>.<field>": value}`` (a field that was not there is absent).
+
+    Values are shown bounded (long strings and large containers are cut, see
+    :func:`~orchestration.predicates.evidence.shown`), so evidence stays small in history.
     """
 
     verdict: PredicateVerdict
@@ -165,13 +201,49 @@ class ExplainingEvaluator(Protocol):
 class TypedEvaluator(Protocol):
     """A cell that type-checks a predicate against what the plan declares it can read.
 
-    Freeze calls ``validate_reads`` after ``validate`` with every node that may precede the
-    branch or select on some route (its ancestors, in plan order), so a predicate reading a
-    field no ancestor declares, or comparing it with the wrong type, is refused before approval.
+    Freeze calls ``validate_reads`` after ``validate`` with every node that runs before the
+    branch or select on EVERY route (it dominates the node, or lies inside a diamond whose join
+    does), in plan order: only those are sure to be in the frame's table, so a predicate reading
+    anything else, a field no such node declares, or comparing it with the wrong type, is
+    refused before approval.
     """
 
     async def validate_reads(
         self, node: BranchNode | SelectNode, readable: Sequence[PlanNode]
     ) -> None:
         """Raise ``ValueError`` naming the fix when the predicate does not type-check."""
+        ...
+
+
+@dataclass(frozen=True)
+class PredicateRead:
+    """One node field a predicate reads, as its cell finds it without running it.
+
+    Attributes:
+        node: The node id the read names.
+        path: The dot path under that node's record (``None`` reads the whole record).
+        location: Where the read sits in the predicate, for the issue message (``all[0]``,
+            ``case "big" › any[1]``, or the source text of the read).
+        table_key: The ``<nodeId>:<branchKey>`` the read names, when it names a raw table key
+            instead of a node id.
+
+    """
+
+    node: str
+    path: str | None
+    location: str
+    table_key: str | None = None
+
+
+@runtime_checkable
+class ReadingEvaluator(Protocol):
+    """A cell that can list the node fields a predicate reads, statically.
+
+    Freeze checks each read like a ``NodeRef``: the node exists, runs before the branch or
+    select on every route, and declares the field; anything else is a blocking issue. A cell
+    lists only what it can identify for certain (a read computed at run time is not listed).
+    """
+
+    def predicate_reads(self, node: BranchNode | SelectNode) -> Sequence[PredicateRead]:
+        """Every read the predicate makes that can be known before it runs, in order."""
         ...

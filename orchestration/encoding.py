@@ -26,6 +26,16 @@ keeps plain JSON values as they are and writes the others as single-key tags: ``
 ``{"$map": [[k, v], ...]}``, ``{"$bigint": "digits"}``, ``{"$float": "inf"}``. A literal dict
 whose only key starts with ``$`` is escaped as ``{"$dict": {...}}``, so every value has exactly
 one JSON form and no literal can be read as a tag.
+
+**Depth.** A value may nest :data:`MAX_DEPTH` levels, so that a structured predicate nested 256
+deep (two levels per ``all``/``any``) fits with room for its leaves' values; deeper input is
+refused by name rather than recursed into. Every layer carries that depth without a recursion
+error: each walk here takes one interpreter frame per level; the native packer, which stops at
+255 levels, packs the parts below :data:`_SPLIT_DEPTH` separately and splices their bytes in
+(the same bytes, so the digest does not depend on depth); and the JSON form, which pydantic
+parses only 200 levels deep, writes a container found :data:`JSON_CHUNK_DEPTH` JSON levels down
+as ``{"$deep": "<its own JSON form, as text>"}``, so no JSON document nests deeper than that
+plus the few levels of the model around the value.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import json
 import math
 import re
 import struct
@@ -48,6 +59,7 @@ from orchestration.errors import UndecodableValueError, UnencodableValueError
 from orchestration.routes import BranchId, EdgeSegment, JoinSegment
 
 __all__ = [
+    "JSON_CHUNK_DEPTH",
     "MAX_DEPTH",
     "NodeRef",
     "ParamRef",
@@ -62,8 +74,23 @@ __all__ = [
     "validate_value",
 ]
 
-MAX_DEPTH = 200
-"""Deepest nesting a staged value may have; deeper input is refused rather than recursed."""
+MAX_DEPTH = 600
+"""Deepest nesting a staged value may have; deeper input is refused rather than recursed.
+
+600 holds a structured predicate at its 256-level cap in its widest form (``{"all": [...]}``
+is two levels per predicate level, a select's label map one more) and leaves each leaf's value
+about 80 levels, while every walk over a value (one frame per level) stays well inside the
+interpreter's default recursion limit of 1,000 frames.
+"""
+
+JSON_CHUNK_DEPTH = 96
+"""JSON nesting after which a container is written as a ``$deep`` text chunk (see above).
+
+pydantic refuses JSON nested deeper than 200 levels; 96 leaves the documents around a value
+(an op, a run event, a workflow payload) over 100 levels of their own."""
+
+_SPLIT_DEPTH = 128
+"""Levels the native packer is given at once (it stops at 255)."""
 
 Select = Literal["first", "last", "all"] | int
 """Which item of a node's output a reference reads: ``first``, ``last``, ``all`` or an index."""
@@ -429,17 +456,62 @@ class _NonStrMap:
         self.items = items
 
 
-def _array_header(n: int) -> bytes:
+def _header(n: int, fix: int, wide: bytes, widest: bytes) -> bytes:
     if n < 16:
-        return bytes([0x90 | n])
+        return bytes([fix | n])
     if n < 0x10000:
-        return b"\xdc" + struct.pack(">H", n)
-    return b"\xdd" + struct.pack(">I", n)
+        return wide + struct.pack(">H", n)
+    return widest + struct.pack(">I", n)
+
+
+def _array_header(n: int) -> bytes:
+    return _header(n, 0x90, b"\xdc", b"\xdd")
 
 
 def _pack(value: Any, opts: int) -> bytes:
-    packed: bytes = ormsgpack.packb(value, default=_default, option=opts)
+    try:
+        packed: bytes = ormsgpack.packb(value, default=_default, option=opts)
+    except ormsgpack.MsgpackEncodeError as exc:
+        if "Recursion limit" not in str(exc):
+            raise
+        # Deeper than the native packer goes (255 levels): write the top levels here and pack
+        # what lies below them natively, which gives the very bytes one deeper pass would.
+        return _pack_deep(value, opts, 0)
     return packed
+
+
+def _map_header(n: int) -> bytes:
+    return _header(n, 0x80, b"\xde", b"\xdf")
+
+
+def _pack_deep(value: Any, opts: int, depth: int) -> bytes:
+    """MessagePack for a value deeper than the native packer goes, one frame per level.
+
+    The top :data:`_SPLIT_DEPTH` levels of lists, tuples (where the options pack them as
+    arrays), models and string-keyed maps are written here, keys in the native packer's
+    order (their UTF-8 bytes); everything else, and everything below, is packed natively
+    (and split again if it is still too deep).
+    """
+    if isinstance(value, BaseModel):
+        value = _default(value)
+    kind = type(value)
+    splittable = (
+        kind is list
+        or (kind is tuple and not opts & ormsgpack.OPT_PASSTHROUGH_TUPLE)
+        or (kind is dict and all(type(k) is str for k in value))
+    )
+    if depth >= _SPLIT_DEPTH or not splittable:
+        return _pack(value, opts)
+    if kind is dict:
+        parts = [_map_header(len(value))]
+        for key in sorted(value, key=lambda k: k.encode("utf-8", "surrogatepass")):
+            parts.append(_msgpack_str(key))
+            parts.append(_pack_deep(value[key], opts, depth + 1))
+        return b"".join(parts)
+    parts = [_array_header(len(value))]
+    for item in value:
+        parts.append(_pack_deep(item, opts, depth + 1))
+    return b"".join(parts)
 
 
 def _pattern_source(p: re.Pattern[Any]) -> Any:
@@ -536,9 +608,14 @@ def _prepare(value: Any) -> Any:
     """Rebuild ``value`` for the slow path: models become maps, non-string-key dicts are marked."""
     kind = type(value)
     if kind is list or kind is tuple:
-        return [_prepare(v) for v in value]
+        items: list[Any] = []
+        for item in value:
+            items.append(_prepare(item))
+        return items
     if kind is dict:
-        inner = {k: _prepare(v) for k, v in value.items()}
+        inner: dict[Any, Any] = {}
+        for key, item in value.items():
+            inner[key] = _prepare(item)
         if all(type(k) is str for k in value):
             return inner
         return _NonStrMap(inner)
@@ -680,8 +757,12 @@ _I64_MIN = -(2**63)
 _U64_MAX = 2**64 - 1
 
 
-def to_json_value(value: Any) -> Any:
-    """The JSON wire form of a valid value (see the module docstring for the tags)."""
+def to_json_value(value: Any, _depth: int = 0) -> Any:
+    """The JSON wire form of a valid value (see the module docstring for the tags).
+
+    ``_depth`` is the JSON nesting already around ``value`` within this value; a container
+    reached at :data:`JSON_CHUNK_DEPTH` is written as a ``$deep`` chunk.
+    """
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
@@ -691,16 +772,31 @@ def to_json_value(value: Any) -> Any:
         if math.isinf(value):
             return {"$float": "inf" if value > 0 else "-inf"}
         return value
+    if (kind is list or kind is dict or kind is set or kind is frozenset) and (
+        _depth >= JSON_CHUNK_DEPTH
+    ):
+        text = json.dumps(
+            to_json_value(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+        return {"$deep": text}
     if kind is list:
-        return [to_json_value(v) for v in value]
+        items: list[Any] = []
+        for item in value:
+            items.append(to_json_value(item, _depth + 1))
+        return items
     if kind is dict:
         if all(type(k) is str for k in value):
-            body = {k: to_json_value(v) for k, v in value.items()}
+            body: dict[str, Any] = {}
+            for key, item in value.items():
+                body[key] = to_json_value(item, _depth + 2)
             if len(body) == 1 and next(iter(body)).startswith("$"):
                 return {"$dict": body}
             return body
         pairs = sorted(value.items(), key=lambda kv: encode(kv[0], "none"))
-        return {"$map": [[to_json_value(k), to_json_value(v)] for k, v in pairs]}
+        entries: list[Any] = []
+        for key, item in pairs:
+            entries.append([to_json_value(key, _depth + 3), to_json_value(item, _depth + 3)])
+        return {"$map": entries}
     if kind is NodeRef:
         return {"$ref": value.to_wire()}
     if kind is ParamRef:
@@ -716,7 +812,10 @@ def to_json_value(value: Any) -> Any:
     if kind is set or kind is frozenset:
         members = sorted(value, key=lambda m: encode(m, "none"))
         tag = "$set" if kind is set else "$frozenset"
-        return {tag: [to_json_value(m) for m in members]}
+        shown: list[Any] = []
+        for member in members:
+            shown.append(to_json_value(member, _depth + 2))
+        return {tag: shown}
     raise UnencodableValueError(f"value: {_describe(value)} has no JSON wire form")
 
 
@@ -734,14 +833,20 @@ def from_json_value(value: Any, refs: RefPolicy = "none", path: str = "") -> Any
             raise _tag_error(path, "NaN has no canonical encoding; stage a number or null")
         return value
     if kind is list:
-        return [from_json_value(v, refs, _child(path, i)) for i, v in enumerate(value)]
+        items: list[Any] = []
+        for i, item in enumerate(value):
+            items.append(from_json_value(item, refs, _child(path, i)))
+        return items
     if kind is not dict:
         raise _tag_error(path, f"{_describe(value)} is not JSON")
     if len(value) == 1:
         ((tag, body),) = value.items()
         if type(tag) is str and tag.startswith("$"):
             return _decode_tag(tag, body, refs, path)
-    return {k: from_json_value(v, refs, _child(path, k)) for k, v in value.items()}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out[key] = from_json_value(item, refs, _child(path, key))
+    return out
 
 
 def _decode_tag(tag: str, body: Any, refs: RefPolicy, path: str) -> Any:  # noqa: C901
@@ -749,7 +854,14 @@ def _decode_tag(tag: str, body: Any, refs: RefPolicy, path: str) -> Any:  # noqa
         if tag == "$dict":
             if type(body) is not dict:
                 raise _tag_error(path, "$dict wraps an object")
-            return {k: from_json_value(v, refs, _child(path, k)) for k, v in body.items()}
+            out: dict[str, Any] = {}
+            for key, item in body.items():
+                out[key] = from_json_value(item, refs, _child(path, key))
+            return out
+        if tag == "$deep":
+            if type(body) is not str:
+                raise _tag_error(path, "$deep holds the JSON text of a value")
+            return from_json_value(json.loads(body), refs, path)
         if tag == "$ref":
             if refs == "none":
                 raise _tag_error(path, "a $ref is not allowed here; stage a plain value")
@@ -788,7 +900,7 @@ def _decode_tag(tag: str, body: Any, refs: RefPolicy, path: str) -> Any:  # noqa
         raise
     except UnencodableValueError as exc:
         raise _tag_error(path, exc.message) from exc
-    except (TypeError, ValueError, KeyError, re.error) as exc:
+    except (TypeError, ValueError, KeyError, re.error, RecursionError) as exc:
         raise _tag_error(path, f"malformed {tag} value ({exc})") from exc
     raise _tag_error(
         path,
@@ -872,7 +984,8 @@ class ValueSchema:
         text = (
             "An encodable value. JSON values stand for themselves; others are single-key tags "
             "($bytes, $datetime, $timedelta, $regex, $set, $frozenset, $map, $bigint, $float; "
-            "$dict escapes a literal object whose only key starts with '$')." + refs
+            "$dict escapes a literal object whose only key starts with '$'; $deep holds, as "
+            "JSON text, a part nested deeper than the JSON form nests at once)." + refs
         )
         if self.mapping:
             return {"type": "object", "additionalProperties": {"description": text}}

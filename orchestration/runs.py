@@ -89,6 +89,7 @@ NodeStatus = Literal["pending", "running", "done", "failed", "skipped"]
 Outcome = Literal["running", "completed", "halted", "aborted"]
 
 _STATUS: dict[str, FrameStatus] = {"ok": "done", "failed": "failed", "skipped": "skipped"}
+_CLOSING = (RunSettled, RunInterrupted)
 
 
 # A node's frames fold into a mask: _RUNNING if any runs, _FAILED if any failed, _NOT_SKIPPED if
@@ -177,7 +178,11 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     record = edge_taken_record
     status_of = _STATUS
     for event in events:
-        if outcome != "running" and type(event) is not RunSettled and type(event) is not RunInterrupted:
+        if (
+            outcome != "running"
+            and type(event) is not RunSettled
+            and type(event) is not RunInterrupted
+        ):
             # Events after run_settled: the run was resumed (ruling 28) and runs again.
             outcome, run_cause = "running", None
         # Dispatch on the exact class, commonest first (a log is mostly these three).

@@ -8,8 +8,9 @@ namespace still cannot run content no operator approved.
 
 What is signed: the ASCII bytes ``orchestration.approval.v1:<digest>``, where ``<digest>`` is
 the canonical digest (:func:`orchestration.encoding.canonical_digest`) of the record with its
-signature removed. Changing any field of the record (the plan digest above all) changes that
-digest, so a record altered after signing fails verification. The prefix keeps a signature
+signature removed and its authority set in canonical order. Changing any field of the record
+(the plan digest above all) changes that digest, so a record altered after signing fails
+verification; listing the same claims in another order does not. The prefix keeps a signature
 made here from being valid for any other message the same key might sign.
 
 Pure functions over key objects; reading key files is the caller's business.
@@ -31,6 +32,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
+from orchestration.approval import canonical_record
 from orchestration.encoding import canonical_digest
 from orchestration.errors import OrchestrationError
 from orchestration.types import ApprovalRecord, ApprovalSignature
@@ -62,8 +64,13 @@ def key_id(public_key: Ed25519PublicKey) -> str:
 
 
 def approval_message(record: ApprovalRecord) -> bytes:
-    """The bytes a signature covers: the domain prefix and the unsigned record's digest."""
-    unsigned = record.model_copy(update={"signature": None})
+    """The bytes a signature covers: the domain prefix and the unsigned record's digest.
+
+    The digest is taken over the record with its authority set in canonical order: the set is
+    a set (any order approves the same plan, and the store keeps the sorted form), so the order
+    a client listed it in must not decide whether its signature verifies.
+    """
+    unsigned = canonical_record(record).model_copy(update={"signature": None})
     return _DOMAIN + canonical_digest(unsigned).encode("ascii")
 
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from orchestration.approval import approval_record
+from orchestration.authoring import PlanAuthor
 from orchestration.contracts import PredicateEvaluator
 from orchestration.encoding import NodeRef
 from orchestration.engine import (
@@ -32,10 +34,7 @@ from orchestration.engine import (
     Skipped,
     Succeeded,
 )
-from orchestration.approval import approval_record
-from orchestration.authoring import PlanAuthor
 from orchestration.execution import RetrySettings, RunSettings
-from orchestration.store.base import PlanStore, TransitionRequest
 from orchestration.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
 from orchestration.run.driver import Inbox, RunDriver, decided
@@ -51,6 +50,7 @@ from orchestration.scripted_reasoner import (
     ScriptedReasoner,
     example_for_schema,
 )
+from orchestration.store.base import PlanStore, TransitionRequest
 from orchestration.types import (
     ApprovalRecord,
     ArtifactHandle,

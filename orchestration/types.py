@@ -18,10 +18,12 @@ model sees every issue of its plan at once instead of a refusal per op.
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from orchestration.encoding import NodeRef, ValueSchema
@@ -65,6 +67,7 @@ __all__ = [
     "Frontier",
     "FrontierSnapshot",
     "GateTimeout",
+    "Instant",
     "InterruptionCause",
     "JoinArrival",
     "JoinDefinition",
@@ -72,6 +75,7 @@ __all__ = [
     "JoinSegment",
     "JoinState",
     "JoinUnsatisfiable",
+    "MAX_LAMPORT",
     "NodeChange",
     "NodeDefinition",
     "NodeEntered",
@@ -119,6 +123,7 @@ __all__ = [
     "SetNodeDefinitionOp",
     "SetNodeFieldOp",
     "SetNodePhaseOp",
+    "StateDigest",
     "StringField",
     "TemplateArgValue",
     "TemplateProvenance",
@@ -438,12 +443,53 @@ class PlanEdge(WireModel):
 # --------------------------------------------------------------------------------------------
 
 
+MAX_LAMPORT = 2**63 - 1
+"""The largest Lamport time an op may carry: a signed 64-bit integer, so every store's column,
+every SDK's JSON parser and the canonical encoding hold it exactly."""
+
+_INSTANT = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?"
+    r"(Z|[+-]\d{2}:\d{2})",
+    re.ASCII,
+)
+_INSTANT_FORM = "YYYY-MM-DDTHH:MM[:SS[.fff]] followed by Z or an offset ±HH:MM"
+
+
+def _instant(text: str) -> str:
+    """``text`` unchanged when it is an ISO-8601 instant (a date, a time and an offset)."""
+    match = _INSTANT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not an ISO-8601 instant; write it as {_INSTANT_FORM}")
+    year, month, day, hour, minute, second, offset = match.groups()
+    try:
+        dt.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0))
+        if offset != "Z":
+            hours, minutes = int(offset[1:3]), int(offset[4:6])
+            if hours > 23 or minutes > 59:
+                raise ValueError(f"offset {offset} is out of range")
+    except ValueError as exc:
+        raise ValueError(
+            f"{text!r} is not a real instant ({exc}); write it as {_INSTANT_FORM}"
+        ) from None
+    return text
+
+
+Instant = Annotated[
+    str,
+    AfterValidator(_instant),
+    Field(json_schema_extra={"format": "date-time", "pattern": f"^{_INSTANT.pattern}$"}),
+]
+"""An ISO-8601 instant as text: a calendar date, a time, and ``Z`` or an offset. Kept as
+written (never normalised), so an op reads back byte for byte; refused when it names no real
+moment (``"yesterday"``, ``"2026-13-45T99:99:99Z"``)."""
+
+
 class _OpBase(WireModel):
     op_id: str = Field(min_length=1)
     actor_id: str = Field(min_length=1)
-    lamport: int = Field(ge=0)
-    at: str
-    """ISO-8601 time the op was authored. Not part of the fold order."""
+    lamport: int = Field(ge=0, le=MAX_LAMPORT)
+    at: Instant
+    """ISO-8601 instant the op was authored. Not part of the fold order."""
 
     def order_key(self) -> tuple[int, str, str]:
         """The fold's total order: ``(lamport, actorId, opId)``."""
@@ -602,6 +648,13 @@ class PlanSummary(WireModel):
     label: str | None = None
     provenance: PlanProvenance | None = None
     updated_at: str
+
+
+class StateDigest(WireModel):
+    """The state and digest a refused transition (or approval) met."""
+
+    state: PlanState
+    digest: str
 
 
 class PlanIssue(WireModel):

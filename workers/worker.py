@@ -28,7 +28,7 @@ from activities.frames import FrameActivities
 from activities.runs import RunStoreActivities
 from orchestration.artifacts import ArtifactRegistry, ArtifactSpool, FileSpoolStore
 from orchestration.contracts import PredicateEvaluator
-from orchestration.predicates import LuaCell
+from orchestration.predicates import JexlCell, LuaCell
 from orchestration.reasoning import Reasoner
 from orchestration.run.work import FrameWork
 from orchestration.store.base import PlanStore
@@ -58,10 +58,21 @@ PASSED_THROUGH: tuple[str, ...] = (
 
 
 def default_cells() -> list[PredicateEvaluator]:
-    """The cells a worker runs in ``plan.evaluate`` when none are given: Lua, if installed."""
+    """The cells a worker runs in ``plan.evaluate`` when none are given: jexl and Lua.
+
+    Each only if its package is installed (``orchestration[jexl]``, ``orchestration[lua]``).
+
+    The default jexl cell has no transforms; a worker whose plans use some passes its own
+    ``JexlCell(transforms=...)`` in ``evaluators``, the same one freeze was given.
+    """
     import importlib.util
 
-    return [LuaCell()] if importlib.util.find_spec("lupa") is not None else []
+    cells: list[PredicateEvaluator] = []
+    if importlib.util.find_spec("pyjexl") is not None:
+        cells.append(JexlCell())
+    if importlib.util.find_spec("lupa") is not None:
+        cells.append(LuaCell())
+    return cells
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:

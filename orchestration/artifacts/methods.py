@@ -39,13 +39,26 @@ class ArtifactMethodDescriptor:
     serialise: Callable[[Any], str] | None = field(default=None, compare=False)
 
 
-def effective_tool_methods(artifact_class: type) -> tuple[ArtifactMethodDescriptor, ...]:
-    """Every descriptor reachable on ``artifact_class``, leaf-first, nearest class wins by name."""
+def effective_tool_methods(artifact_class: object) -> tuple[ArtifactMethodDescriptor, ...]:
+    """Every descriptor reachable on ``artifact_class``, leaf-first, nearest class wins by name.
+
+    Total: it never raises. What it cannot read is skipped, as the contract's
+    ``effectiveToolMethods`` does: something that is not a class gives no descriptors, a
+    ``tool_methods`` that is not a list or tuple (a string, ``None``, a property) is ignored,
+    and so is any entry that is not an :class:`ArtifactMethodDescriptor` with a string name.
+    Freeze calls this on classes a consumer declared, so a malformed declaration must end up
+    as "this step is not a method of the class", never as a crash.
+    """
+    if not isinstance(artifact_class, type):
+        return ()
     seen: dict[str, ArtifactMethodDescriptor] = {}
     for klass in artifact_class.__mro__:
-        own = klass.__dict__.get("tool_methods")
-        if not own:
+        own = vars(klass).get("tool_methods")
+        if not isinstance(own, list | tuple):
             continue
         for descriptor in own:
-            seen.setdefault(descriptor.name, descriptor)
+            if isinstance(descriptor, ArtifactMethodDescriptor) and isinstance(
+                descriptor.name, str
+            ):
+                seen.setdefault(descriptor.name, descriptor)
     return tuple(seen.values())

@@ -19,7 +19,7 @@ __all__ = ["build_parser", "console_main", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``orch`` parser."""
-    from orchestration.cli import demo, dev, mcp, plan, run, schema, template
+    from orchestration.cli import demo, dev, mcp, plan, run, schema, template, tools
 
     parser = argparse.ArgumentParser(
         prog="orch",
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan.register(commands)
     template.register(commands)
+    tools.register(commands)
     run.register(commands)
     dev.register(commands)
     mcp.register(commands)
@@ -38,9 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``orch`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         status: int = args.handler(args)
     except OrchestrationError as exc:
         print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)

@@ -4,8 +4,10 @@
 templates are checked against it, and freeze needs it); ``--cells module:attr`` extra predicate
 cells (the structured cell is always wired); ``--templates module:attr`` the registered
 templates: a :class:`~orchestration.templates.PlanTemplate`, a list or tuple of them, a mapping
-whose values are templates, or a function returning any of those. Each flag also reads an
-environment variable (``ORCH_STORE``, ``ORCH_TOOLS``, ``ORCH_CELLS``, ``ORCH_TEMPLATES``).
+whose values are templates, or a function returning any of those; ``--strict-authority`` makes
+a call claiming no authority block the freeze. Each flag also reads an environment variable
+(``ORCH_STORE``, ``ORCH_TOOLS``, ``ORCH_CELLS``, ``ORCH_TEMPLATES``,
+``ORCH_STRICT_AUTHORITY``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ import os
 from collections.abc import Mapping
 
 from orchestration.api import Orchestration, create_orchestration
-from orchestration.cli.common import CliError, add_store_flag, load_object, open_store
+from orchestration.cli.common import (
+    CliError,
+    add_store_flag,
+    add_strict_authority_flag,
+    load_object,
+    open_store,
+)
 from orchestration.cli.review import load_cells, load_tools
 from orchestration.templates import PlanTemplate
 
@@ -40,6 +48,7 @@ def add_assembly_flags(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("ORCH_TEMPLATES"),
         help="module:attr of the plan templates (env ORCH_TEMPLATES)",
     )
+    add_strict_authority_flag(parser)
 
 
 def load_templates(spec: str | None) -> list[PlanTemplate]:
@@ -85,4 +94,5 @@ async def open_orchestration(args: argparse.Namespace) -> Orchestration:
         invocable=load_tools(args.tools),
         evaluators=load_cells(args.cells),
         templates=load_templates(args.templates),
+        strict_authority=args.strict_authority,
     )

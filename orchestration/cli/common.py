@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_STORE",
     "add_json_flag",
     "add_store_flag",
+    "add_strict_authority_flag",
     "emit",
     "fail",
     "load_object",
@@ -53,6 +54,32 @@ def add_store_flag(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("ORCH_STORE", DEFAULT_STORE),
         help="plan store: a SQLite file or a postgresql:// DSN (env ORCH_STORE; "
         "default %(default)s)",
+    )
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def add_strict_authority_flag(parser: argparse.ArgumentParser) -> None:
+    """``--strict-authority`` (env ``ORCH_STRICT_AUTHORITY``): refuse calls claiming no authority.
+
+    Raises:
+        CliError: ``bad_env`` when the variable is set to something other than a yes or a no.
+
+    """
+    raw = os.environ.get("ORCH_STRICT_AUTHORITY", "").strip().lower()
+    if raw not in _TRUE | _FALSE:
+        raise CliError(
+            "bad_env",
+            f"ORCH_STRICT_AUTHORITY={raw!r} is neither yes nor no; set it to 1 or 0 (or unset it)",
+        )
+    parser.add_argument(
+        "--strict-authority",
+        action=argparse.BooleanOptionalAction,
+        default=raw in _TRUE,
+        help="make missing_authority (a call claiming no authority) block the freeze instead "
+        "of an advisory (env ORCH_STRICT_AUTHORITY=1; default: off)",
     )
 
 

@@ -25,6 +25,7 @@ from orchestration.cli.common import (
     emit,
     with_store,
 )
+from orchestration.predicates.structured import AUTHORING_GUIDE
 from orchestration.types import PlanOp, RawPlanView
 
 __all__ = ["register"]
@@ -45,7 +46,13 @@ def register(commands: Any) -> None:
     add_json_flag(new)
     new.set_defaults(handler=_new)
 
-    apply = sub.add_parser("apply", help="append the ops of a JSON file (or - for stdin)")
+    apply = sub.add_parser(
+        "apply",
+        help="append the ops of a JSON file (or - for stdin)",
+        description="Append the ops of a JSON file (or - for stdin) to an editable plan.",
+        epilog="A branch or select on the structured cell takes a predicate: "
+        + AUTHORING_GUIDE.replace("%", "%%"),
+    )
     apply.add_argument("plan_id")
     apply.add_argument("ops_file", help="JSON array of ops; identity fields may be omitted")
     apply.add_argument("--actor", default="cli", help="actor id for minted ops")
@@ -161,6 +168,7 @@ def _apply(args: argparse.Namespace) -> int:
             "not_editable": "the plan is frozen; clone it (`orch plan clone`) and edit the clone",
             "revision_moved": "the plan moved; re-read it (`orch plan show`) and re-apply",
             "conflicting_op": "an opId in the file is already used by a different op; rename it",
+            "invalid_op": result.detail,
         }
         raise CliError(
             result.reason,

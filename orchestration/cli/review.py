@@ -3,14 +3,19 @@
 An operator, from a shell: freezes a stored plan and reads its issues; renders it and reads the
 prose and the digest; approves it by typing that digest. ``approve`` builds the record from the
 plan as it is now (its canonical authority set) and the digest typed, so a digest that is not
-the current one is refused with its code and the fix, and nothing is written.
+the current one is refused and nothing is written: ``error[<reason>]: (<cause>) <the fix>``,
+where the reason is the contract's (``digest_mismatch``, ``state_mismatch``) and the cause the
+finer one (``stale_digest``, ``not_reviewable``, ...); ``--json`` also prints the refusal as
+JSON on stdout.
 
 Freeze needs the tool allowlist: ``--tools module:attr`` (env ``ORCH_TOOLS``) names an
 ``InvocableTools``, a mapping of tool name to declared return, a list of names, or a function
 returning one of those. The structured cell is always wired; more cells come from ``--cells
 module:attr`` (env ``ORCH_CELLS``): a cell, a list of cells, or a function returning either
 (merged by id, so a cell with id ``structured`` replaces the built-in one). The read commands
-show freeze issues when the allowlist is given, and only the fold's issues otherwise.
+show freeze issues when the allowlist is given, and only the fold's issues otherwise. A call
+that claims no authority is an advisory ``missing_authority``; ``--strict-authority`` (env
+``ORCH_STRICT_AUTHORITY=1``) makes it block the freeze.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from orchestration.cli.common import (
     CliError,
     add_json_flag,
     add_store_flag,
+    add_strict_authority_flag,
     emit,
     load_object,
     open_store,
@@ -100,6 +106,7 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("ORCH_CELLS"),
         help="module:attr of the predicate cells (env ORCH_CELLS)",
     )
+    add_strict_authority_flag(parser)
     add_store_flag(parser)
     add_json_flag(parser)
 
@@ -168,7 +175,10 @@ async def _open(args: argparse.Namespace, *, need_tools: bool) -> tuple[Orchestr
     tools = load_tools(args.tools) if args.tools else ToolAllowlist()
     cells = load_cells(getattr(args, "cells", None))
     orch = await create_orchestration(
-        store=open_store(args.store), invocable=tools, evaluators=cells
+        store=open_store(args.store),
+        invocable=tools,
+        evaluators=cells,
+        strict_authority=args.strict_authority,
     )
     return orch, bool(args.tools)
 
@@ -320,7 +330,12 @@ def _approve(args: argparse.Namespace) -> int:
 
     result = run_async(go)
     if isinstance(result, ApprovalRefused):
-        raise CliError(result.code, result.message)
+        # The contract's wire reason is the stable code; the finer cause leads the message.
+        # Under --json the refusal itself is printed too, so a script reads reason, cause and
+        # the plan's actual state and digest without parsing prose.
+        if args.json:
+            emit(args, result, lambda: "")
+        raise CliError(result.reason, f"({result.cause}) {result.message}")
     emit(
         args,
         result,

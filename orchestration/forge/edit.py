@@ -32,6 +32,7 @@ from orchestration.forge.schemas import (
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
 from orchestration.store.base import CreateRefused
+from orchestration.toolbox import tool_catalog
 from orchestration.types import PlanBounds, PlanEdge, PlanNode, RawPlanView
 from orchestration.validation.topology import handle_allowed
 
@@ -67,11 +68,14 @@ def _invalid_definition(kind: str, exc: ValidationError) -> ToolResult:
 
 
 def _calls_guide(session: ForgeSession) -> str:
-    names = ", ".join(session.orch.inputs.invocable.names()) or "(none)"
+    entries = tool_catalog(session.orch.inputs.invocable)
+    tools = "; ".join(e.signature or e.name for e in entries) or "(none)"
     return (
-        "\nCALL NODES need: tool (one of the allowlisted tools: "
-        f"{names}), args, output (declared fields), authority (claims {{capability, scope, "
-        "verb: list|read|create|update|delete}}), replaySafe, onIndeterminate (retry|halt|skip; "
+        "\nCALL NODES need: tool (one of the allowlisted tools, with the args each takes, ? "
+        f"marking an optional one: {tools}; list_tools describes them), args (exactly those "
+        "names), output (declared fields), authority (claims {capability, scope, verb: "
+        "list|read|create|update|delete}; an empty list is allowed, but the operator is then "
+        "told the call may change anything), replaySafe, onIndeterminate (retry|halt|skip; "
         "retry needs replaySafe true) and onMissingValue (fail|omit). Data from the entry's "
         "input is tainted: a call may take it in its args only if it lists in declassifies the "
         "output fields its tool sanitises (those fields are then clean for later calls)."

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from orchestration.predicates.structured import AUTHORING_GUIDE
 from orchestration.types import PlanIssue, PlanNode
 
 __all__ = [
@@ -39,12 +40,7 @@ another node's output is written {"$ref": {"node": <id>, "select": "first"|"last
 only in templates. The $ref and $param keys are reserved."""
 """Appended to the graph-editing tools' descriptions: the grammar a model must write in."""
 
-PREDICATES = """
-PREDICATES (evaluator "structured") — a leaf {"path": "<nodeId>:<branchKey>.<field>", "op": \
-eq|ne|lt|lte|gt|gte|in|contains|truthy|exists, "value": v} (truthy and exists take no value), \
-or {"all": [P, ...]}, {"any": [P, ...]}, {"not": P}. The entry's input is at "entry:.<field>" \
-(its branch key is empty); a node reached from the entry through edge E is at \
-"<nodeId>:e<length of E>:<E>", e.g. "fetch:e5:e_get.status"."""
+PREDICATES = "\nPREDICATES (evaluator \"structured\") — " + AUTHORING_GUIDE
 """How a branch or select predicate reads outputs, for the tools that write them."""
 
 _NODE = TypeAdapter[PlanNode](PlanNode)

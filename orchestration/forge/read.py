@@ -16,6 +16,7 @@ from orchestration.forge.prose import issues_json, node_json, render_issues
 from orchestration.forge.schemas import PLAN_ID, obj
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
+from orchestration.toolbox import catalog_lines, tool_catalog
 from orchestration.types import PlanOp
 
 __all__ = ["outline_tool", "raw_tools", "read_tools", "slice_tool"]
@@ -98,7 +99,7 @@ def slice_tool(session: ForgeSession) -> ForgeTool:
 
 
 def read_tools(session: ForgeSession) -> list[ForgeTool]:
-    """``get_plan``, ``validate_plan``, ``plan_status``."""
+    """``get_plan``, ``validate_plan``, ``plan_status``, ``list_tools``."""
 
     async def get_plan(args: dict[str, Any]) -> ToolResult:
         plan_id = args["planId"]
@@ -148,6 +149,16 @@ def read_tools(session: ForgeSession) -> list[ForgeTool]:
             },
         )
 
+    async def list_tools(args: dict[str, Any]) -> ToolResult:
+        entries = tool_catalog(session.orch.inputs.invocable)
+        lines = [f"  · {line}" for line in catalog_lines(entries)]
+        return ToolResult(
+            ok=True,
+            text=f"Tools a call node may name ({len(entries)}), with their arguments (? marks "
+            "an optional one, ... any others) and what each returns:\n" + "\n".join(lines),
+            data={"tools": [e.model_dump(mode="json", exclude_none=True) for e in entries]},
+        )
+
     return [
         ForgeTool(
             "get_plan",
@@ -169,6 +180,15 @@ def read_tools(session: ForgeSession) -> list[ForgeTool]:
             "run id if it has run.",
             obj({"planId": PLAN_ID}, ("planId",)),
             plan_status,
+        ),
+        ForgeTool(
+            "list_tools",
+            "List the tools a call node may name: each one's arguments as a signature "
+            "(name(arg: type, optional?: type)), what it returns and what it does; data.tools "
+            "holds each input JSON Schema. Freeze refuses a call whose args the tool does not "
+            "take, or misses a required one, or gives one a value of the wrong type.",
+            obj({}),
+            list_tools,
         ),
         outline_tool(session),
         slice_tool(session),

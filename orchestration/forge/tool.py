@@ -17,6 +17,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orchestration.encoding import to_json_value
 from orchestration.errors import OrchestrationError, PlanNotFoundError
 from orchestration.outline import UnknownSliceError
 
@@ -86,8 +87,21 @@ class ForgeTool:
     validation_schema: Mapping[str, Any] | None = field(default=None, repr=False)
 
     async def __call__(self, arguments: Mapping[str, Any] | None = None) -> ToolResult:
-        """Check ``arguments``, run the handler, and return its result or a refusal."""
-        args = dict(arguments or {})
+        """Check ``arguments``, run the handler, and return its result or a refusal.
+
+        ``arguments`` are JSON in the tagged wire form, as a model sends them; a Python host
+        may also pass live values inside them (a ``datetime``, a compiled pattern, a set, a
+        ``NodeRef``), which are turned into their wire form first, exactly as if the host had
+        written the tags. A value outside the encodable subset is refused by name.
+        """
+        try:
+            args = _as_wire(dict(arguments or {}))
+        except OrchestrationError as exc:
+            return refusal(
+                exc.code,
+                f"{self.name} was handed a value with no wire form ({exc.message}); pass JSON, "
+                "or a value of the encodable subset.",
+            )
         problem = _schema_problem(self.validation_schema or self.parameters, args)
         if problem is not None:
             return refusal(
@@ -116,6 +130,23 @@ class ForgeTool:
                 "was changed than the result of any earlier call shows; retry once, and report "
                 "the error if it repeats.",
             )
+
+
+def _as_wire(value: Any) -> Any:
+    """``value`` as pure JSON: JSON parts as they are, live values as their wire-form tags.
+
+    A dict with string keys and a list (or tuple) are walked, so a ``{"$ref": ...}`` the
+    caller wrote stays as written; everything else that is not a JSON scalar goes through
+    :func:`~orchestration.encoding.to_json_value`, which raises ``UnencodableValueError`` for
+    a value outside the subset.
+    """
+    if value is None or type(value) in (str, bool, int, float):
+        return value
+    if type(value) is list or type(value) is tuple:
+        return [_as_wire(item) for item in value]
+    if type(value) is dict and all(type(key) is str for key in value):
+        return {key: _as_wire(item) for key, item in value.items()}
+    return to_json_value(value)
 
 
 def _schema_problem(schema: Mapping[str, Any], args: dict[str, Any]) -> str | None:

@@ -23,7 +23,11 @@ schema properties are typed from their JSON Schema ``type``; a node that declare
 **Evaluation** is deterministic (CEL has no clock, I/O or randomness), so the workflow runs it
 inline. Any evaluation error (a node not on this route, a missing key, a result of the wrong
 type) gives the safe verdict (``no_match`` / ``default``) with the error as evidence; a value
-gives its verdict with the value as evidence.
+gives its verdict with the value as evidence. Work is bounded by CEL itself: there are no
+loops, and comprehensions (``all``, ``exists``, ``map``, ...) share the runtime's iteration
+budget; a predicate that exhausts it raises
+:class:`~orchestration.predicates.errors.PredicateLimitExceeded` (the run stops
+``predicate_unevaluatable``), because such a predicate is broken rather than false.
 
 ``load()`` fails with ``E_ORCH_CELL_UNAVAILABLE`` and the install command when the package is
 missing.
@@ -40,11 +44,11 @@ from orchestration.contracts import (
     BranchVerdict,
     Judgement,
     PredicateContext,
-    PredicateVerdict,
 )
-from orchestration.errors import CellUnavailableError
+from orchestration.predicates.errors import PredicateLimitExceeded, import_optional
+from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import node_records
-from orchestration.predicates.verdicts import safe_verdict, select_verdict
+from orchestration.predicates.verdicts import DecidingCell, safe_verdict, select_verdict
 from orchestration.references import JOIN_FIELDS, decode_output_schema
 from orchestration.types import (
     BooleanField,
@@ -72,11 +76,7 @@ _RESERVED = frozenset(
 
 
 def _load_module() -> Any:
-    try:
-        from cel_expr_python import cel
-    except ImportError as exc:
-        raise CellUnavailableError("cel", CEL_INSTALL, str(exc)) from exc
-    return cel
+    return import_optional("cel", CEL_INSTALL, "cel_expr_python.cel")
 
 
 def _field_type(cel: Any, declared: DeclaredField) -> Any:
@@ -184,7 +184,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-class CelCell:
+class CelCell(DecidingCell):
     """The ``cel`` predicate cell (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -289,7 +289,12 @@ class CelCell:
         return expression
 
     def decide(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
-        """The verdict and its evidence, synchronously (see the module docstring)."""
+        """The verdict and its evidence, synchronously (see the module docstring).
+
+        Raises:
+            PredicateLimitExceeded: the predicate exhausted CEL's iteration budget.
+
+        """
         safe = safe_verdict(node)
         source = node.definition.predicate
         if not isinstance(source, str):
@@ -301,7 +306,10 @@ class CelCell:
             kind = result.type().name()
             value = result.value()
         except RuntimeError as exc:
-            return Judgement(safe, {"cell": "cel", "error": _one_line(exc)})
+            message = _one_line(exc)
+            if "budget exceeded" in message:
+                raise PredicateLimitExceeded("work", f"cel-cell: {message}") from None
+            return Judgement(safe, {"cell": "cel", "error": message})
         if kind in ("ERROR", "UNKNOWN"):
             return Judgement(safe, {"cell": "cel", "error": str(value)})
         if isinstance(node, BranchNode):
@@ -310,14 +318,5 @@ class CelCell:
                     safe, {"cell": "cel", "error": f"the predicate yielded {kind}, not a bool"}
                 )
             return Judgement(BranchVerdict(matched=value), {"cell": "cel", "result": value})
-        return Judgement(select_verdict(node, value), {"cell": "cel", "result": _plain(value)})
-
-    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
-        """See :meth:`decide`."""
-        return self.decide(node, ctx)
-
-    async def evaluate(
-        self, node: BranchNode | SelectNode, ctx: PredicateContext
-    ) -> PredicateVerdict:
-        """See :meth:`decide` (the verdict only)."""
-        return self.decide(node, ctx).verdict
+        evidence = {"cell": "cel", "result": shown(_plain(value))}
+        return Judgement(select_verdict(node, value), evidence)

@@ -8,12 +8,24 @@ A predicate is plain data, so it digests with the plan and needs no parser:
 * a **combinator** ``{"all": [P, ...]}``, ``{"any": [P, ...]}`` or ``{"not": P}``.
 
 An object is exactly one form (a leaf mixed with a combinator key, or two combinator keys, is
-refused, as are unknown keys), and nesting deeper than :data:`MAX_PREDICATE_DEPTH` is refused.
+refused, as are unknown keys), and nesting deeper than :data:`MAX_PREDICATE_DEPTH` is refused
+with the depth it reaches.
 
-A leaf's ``path`` reads the frame's branch-local outputs as one record per table key:
-``"<nodeId>:<branchKey>.<field>..."`` (``"entry:.topic"``, ``"fetch:e2:e0.status"``), where the
-record is the node's items merged in order (a later item's field wins). The rest of the path
-reads into it like a ``NodeRef`` path.
+A leaf's ``path`` reads the frame's branch-local outputs. Its first segment says what:
+
+* ``"<nodeId>.<field>..."`` (``"fetch.count"``, ``"fetch.user.name"``): the node's output on
+  this frame's own route, read like a ``NodeRef`` with ``select: "first"`` (the first item's
+  fields). The frame's table holds that node under one key ``"<nodeId>:<branchKey>"``; the
+  smallest is taken, as a reference without a ``branchId`` does. Freeze checks these paths:
+  the node must run before the branch on every route and declare the field.
+* ``"<nodeId>:<branchKey>.<field>..."`` (``"entry:.topic"``, ``"fetch:e2:e0.status"``): one raw
+  table key, read as the merge of that output's items (a later item's field wins), as the
+  reference does. Node ids and edge ids hold no ``.``, so a table key is one segment.
+* ``""``: the whole table, one merged record per key.
+
+The rest of the path reads into the record like a ``NodeRef`` path (a dict key, or a list index
+in canonical decimal). The segments ``__proto__``, ``prototype`` and ``constructor`` are refused
+anywhere in a path, for parity with the reference, whose objects carry them.
 
 Operators follow the reference's (JavaScript) value semantics, so a predicate means the same
 in every implementation: ``eq``/``ne`` are strict (a bool is not a number; numbers compare by
@@ -25,6 +37,9 @@ strings or membership (by ``eq``) for lists; ``truthy`` is false only for a miss
 ``None``, ``False``, zero and ``""`` (an empty list or dict is truthy); ``exists`` is "not
 missing" (``None`` exists). Evaluation never raises.
 
+:meth:`StructuredCell.judge` gives the verdict with evidence: each leaf it evaluated, with the
+value it read (see :class:`~orchestration.contracts.Judgement`).
+
 The cell is deterministic (no clock, no I/O), so a workflow may evaluate it inline.
 """
 
@@ -35,11 +50,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from orchestration.contracts import BranchVerdict, PredicateContext, SelectVerdict
+from orchestration.contracts import (
+    BranchVerdict,
+    Judgement,
+    PredicateContext,
+    PredicateRead,
+    SelectVerdict,
+)
+from orchestration.predicates.evidence import MAX_CHECKS, shown
+from orchestration.predicates.snapshot import merged_record
+from orchestration.predicates.verdicts import js_truthy
 from orchestration.resolve import MISSING, read_segments
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
 __all__ = [
+    "AUTHORING_GUIDE",
+    "GUARDED_SEGMENTS",
     "LEGAL_OPS",
     "MAX_PREDICATE_DEPTH",
     "StructuredCell",
@@ -50,6 +76,29 @@ __all__ = [
 
 MAX_PREDICATE_DEPTH: Final = 256
 """The deepest nesting a predicate may have (the top level is depth 0)."""
+
+GUARDED_SEGMENTS: Final = frozenset({"__proto__", "prototype", "constructor"})
+"""Path segments refused anywhere in a leaf's path (the reference's prototype guard)."""
+
+PATH_FORMS: Final = (
+    '"<nodeId>.<field>" (e.g. "fetch.count": that node\'s output on this route, first item), '
+    '"<nodeId>:<branchKey>.<field>" (a raw table key, e.g. "entry:.topic"), or "" (the whole '
+    "table)"
+)
+"""The accepted path forms, as the refusals and the tool descriptions name them."""
+
+AUTHORING_GUIDE: Final = (
+    'a leaf {"path": P, "op": eq|ne|lt|lte|gt|gte|in|contains|truthy|exists, "value": v} '
+    "(truthy and exists take no value), or {\"all\": [...]}, {\"any\": [...]}, "
+    '{"not": <predicate>}, nested at most 256 deep. P is one of: "<nodeId>.<field>" such as '
+    '"fetch.count" or "fetch.user.name" (that node\'s output on the branch\'s own route, its '
+    'first item; the entry\'s input is "entry.<field>"); a raw table key '
+    '"<nodeId>:<branchKey>.<field>" such as "entry:.topic" (the merge of that output\'s items); '
+    'or "" (the whole table). Freeze refuses a path whose node does not run before the branch on '
+    "every route, or does not declare the field (an entry's input, a call's or transform's "
+    "output). The segments __proto__, prototype and constructor are refused in every path."
+)
+"""How to write a structured predicate, for CLI help, tool descriptions and docs."""
 
 Op = Literal["eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "truthy", "exists"]
 LEGAL_OPS: Final[tuple[str, ...]] = (
@@ -111,6 +160,18 @@ class _Invalid(Exception):
         self.reason = reason
 
 
+class _TooDeep(Exception):
+    """Raised at the first level past the cap; reported once, at the top, with the depth."""
+
+
+def _too_deep(value: Any) -> str:
+    return (
+        f"predicate nests {nesting_depth(value)} levels deep, deeper than the "
+        f"{MAX_PREDICATE_DEPTH} allowed; flatten it (an 'all' or 'any' of leaves says the same "
+        "with one level)"
+    )
+
+
 def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -123,17 +184,43 @@ def parse_structured_predicate(value: Any) -> StructuredPredicate:
 
     """
     try:
-        return _parse(value, 0)
+        return _parse_top(value)
     except _Invalid as invalid:
         raise ValueError(invalid.reason) from None
 
 
+def _parse_top(value: Any) -> StructuredPredicate:
+    """Parse from the top level; too deep a predicate is refused naming its depth."""
+    try:
+        return _parse(value, 0)
+    except _TooDeep:
+        raise _Invalid(_too_deep(value)) from None
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep a staged predicate nests (the top level is 0), counting combinator levels.
+
+    Iterative, so a predicate far deeper than the cap is measured without recursing.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if type(item) is not dict:
+            continue
+        for key in _COMBINATORS:
+            body = item.get(key)
+            if key == "not" and key in item:
+                stack.append((body, depth + 1))
+            elif type(body) is list:
+                stack.extend((member, depth + 1) for member in body)
+    return deepest
+
+
 def _parse(value: Any, depth: int) -> StructuredPredicate:
     if depth > MAX_PREDICATE_DEPTH:
-        raise _Invalid(
-            f"predicate nests deeper than {MAX_PREDICATE_DEPTH} levels; flatten it (an 'all' "
-            "or 'any' of leaves says the same with one level)"
-        )
+        raise _TooDeep()
     if type(value) is not dict:
         raise _Invalid(f"predicate must be an object: {_FORMS}; got {_type_name(value)}")
     forms = [k for k in ("path", "op", *_COMBINATORS) if k in value]
@@ -193,8 +280,14 @@ def _parse_leaf(value: dict[Any, Any]) -> Leaf:
     path = value.get("path")
     if type(path) is not str:
         raise _Invalid(
-            "predicate leaf needs a string 'path' such as \"<nodeId>:<branchKey>.<field>\" "
-            f'(e.g. "entry:.topic"), got {_type_name(path)}'
+            f"predicate leaf needs a string 'path': {PATH_FORMS}; got {_type_name(path)}"
+        )
+    guarded = [segment for segment in path.split(".") if segment in GUARDED_SEGMENTS]
+    if guarded:
+        raise _Invalid(
+            f"predicate leaf path {path!r} has the segment '{guarded[0]}', which is refused in "
+            "every path ('__proto__', 'prototype' and 'constructor' are guarded); read a field "
+            "with another name"
         )
     op = value.get("op")
     if op not in LEGAL_OPS:
@@ -258,16 +351,6 @@ def _compare(a: Any, b: Any) -> int | None:
     return None
 
 
-def _truthy(value: Any) -> bool:
-    if value is MISSING or value is None or value is False:
-        return False
-    if _number(value):
-        return bool(value != 0)
-    if type(value) is str:
-        return value != ""
-    return True
-
-
 def _apply(op: str, actual: Any, expected: Any) -> bool:
     if op == "eq":
         return _strict_eq(actual, expected)
@@ -287,39 +370,151 @@ def _apply(op: str, actual: Any, expected: Any) -> bool:
             return any(_strict_eq(e, expected) for e in actual)
         return False
     if op == "truthy":
-        return _truthy(actual)
+        return actual is not MISSING and js_truthy(actual)
     if op == "exists":
         return actual is not MISSING
     return False  # pragma: no cover - ops are checked when parsed
 
 
-def _record(output: NodeOutput) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for item in output.items:
-        merged.update(item.json_)
-    return merged
+class _Reader:
+    """Reads leaf paths from one frame's table, through its public ``Mapping`` interface only.
 
+    A node-id head is resolved to its table key once per reader (the smallest key of that node,
+    as a ``NodeRef`` without a ``branchId`` resolves), so a predicate with many leaves over one
+    node scans the table's keys once.
+    """
 
-def _read(outputs: Mapping[str, NodeOutput], path: str) -> Any:
-    if path == "":
-        return {key: _record(outputs[key]) for key in outputs}
-    segments = path.split(".")
-    head = segments[0]
-    output = outputs.get(head) if head else None
-    if output is None:
-        return MISSING
-    return read_segments(_record(output), segments[1:])
+    __slots__ = ("_keys", "outputs")
+
+    def __init__(self, outputs: Mapping[str, NodeOutput]) -> None:
+        self.outputs = outputs
+        self._keys: dict[str, str | None] | None = None
+
+    def _key_of(self, node_id: str) -> str | None:
+        keys = self._keys
+        if keys is None:
+            keys = {}
+            for key in self.outputs:
+                head = key.split(":", 1)[0]
+                known = keys.get(head)
+                if known is None or key < known:
+                    keys[head] = key
+            self._keys = keys
+        return keys.get(node_id)
+
+    def read(self, path: str) -> Any:
+        outputs = self.outputs
+        if path == "":
+            return {key: merged_record(outputs[key]) for key in outputs}
+        segments = path.split(".")
+        head = segments[0]
+        if not head:
+            return MISSING
+        if ":" in head:
+            output = outputs.get(head)
+            if output is None:
+                return MISSING
+            return read_segments(merged_record(output), segments[1:])
+        key = self._key_of(head)
+        output = None if key is None else outputs.get(key)
+        if output is None or not output.items:
+            return MISSING
+        return read_segments(output.items[0].json_, segments[1:])
 
 
 def evaluate_predicate(predicate: StructuredPredicate, outputs: Mapping[str, NodeOutput]) -> bool:
     """Whether ``predicate`` holds over a frame's branch-local outputs. Never raises."""
+    return _holds(predicate, _Reader(outputs), None)
+
+
+class _Trace:
+    """The leaves one verdict evaluated, for its evidence (bounded by ``MAX_CHECKS``)."""
+
+    __slots__ = ("case", "checks", "omitted")
+
+    def __init__(self) -> None:
+        self.checks: list[dict[str, Any]] = []
+        self.omitted = 0
+        self.case: str | None = None
+
+    def record(self, leaf: Leaf, actual: Any, holds: bool) -> None:
+        if len(self.checks) >= MAX_CHECKS:
+            self.omitted += 1
+            return
+        check: dict[str, Any] = {"path": leaf.path, "op": leaf.op}
+        if leaf.op not in _NO_VALUE:
+            check["value"] = shown(leaf.value)
+        if actual is MISSING:
+            check["missing"] = True
+        else:
+            check["actual"] = shown(actual)
+        check["holds"] = holds
+        if self.case is not None:
+            check["case"] = self.case
+        self.checks.append(check)
+
+    def evidence(self, result: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"cell": "structured", "result": result, "checks": self.checks}
+        if self.omitted:
+            out["omitted"] = self.omitted
+        return out
+
+
+def _holds(predicate: StructuredPredicate, reader: _Reader, trace: _Trace | None) -> bool:
+    """Evaluate one level; with ``trace``, record each leaf evaluated.
+
+    One frame per nesting level (explicit loops, no generators), so the deepest predicate the
+    parser accepts evaluates well inside the interpreter's recursion limit.
+    """
     if isinstance(predicate, Leaf):
-        return _apply(predicate.op, _read(outputs, predicate.path), predicate.value)
+        actual = reader.read(predicate.path)
+        result = _apply(predicate.op, actual, predicate.value)
+        if trace is not None:
+            trace.record(predicate, actual, result)
+        return result
     if isinstance(predicate, AllOf):
-        return all(evaluate_predicate(m, outputs) for m in predicate.members)
+        for member in predicate.members:
+            if not _holds(member, reader, trace):
+                return False
+        return True
     if isinstance(predicate, AnyOf):
-        return any(evaluate_predicate(m, outputs) for m in predicate.members)
-    return not evaluate_predicate(predicate.member, outputs)
+        for member in predicate.members:
+            if _holds(member, reader, trace):
+                return True
+        return False
+    return not _holds(predicate.member, reader, trace)
+
+
+def _leaf_reads(predicate: StructuredPredicate, where: str) -> list[PredicateRead]:
+    """Every leaf's read, in predicate order, with where it sits (iterative)."""
+    reads: list[PredicateRead] = []
+    stack: list[tuple[StructuredPredicate, str]] = [(predicate, where)]
+    while stack:
+        item, location = stack.pop()
+        if isinstance(item, Leaf):
+            read = _path_read(item.path, location)
+            if read is not None:
+                reads.append(read)
+        elif isinstance(item, Not):
+            stack.append((item.member, f"{location}.not" if location else "not"))
+        else:
+            key = "all" if isinstance(item, AllOf) else "any"
+            prefix = f"{location}.{key}" if location else key
+            for index in range(len(item.members) - 1, -1, -1):
+                stack.append((item.members[index], f"{prefix}[{index}]"))
+    return reads
+
+
+def _path_read(path: str, location: str) -> PredicateRead | None:
+    if path == "":
+        return None
+    head, _, rest = path.partition(".")
+    field = rest if "." in path else None
+    if ":" in head:
+        return PredicateRead(
+            node=head.split(":", 1)[0], path=field, location=location, table_key=head
+        )
+    return PredicateRead(node=head, path=field, location=location)
 
 
 # ------------------------------------------------------------------------------------------
@@ -342,7 +537,7 @@ def _select_problems(node: SelectNode) -> str | None:
                 f'"{label}": <predicate>'
             )
         try:
-            _parse(predicate[label], 0)
+            _parse_top(predicate[label])
         except _Invalid as invalid:
             return f'select "{node.id}": case "{label}": {invalid.reason}'
     unknown = [k for k in predicate if k not in node.definition.cases]
@@ -392,7 +587,7 @@ class StructuredCell:
             return
         if isinstance(node, BranchNode):
             try:
-                _parse(node.definition.predicate, 0)
+                _parse_top(node.definition.predicate)
             except _Invalid as invalid:
                 raise ValueError(f'branch "{node.id}": {invalid.reason}') from None
             return
@@ -400,39 +595,106 @@ class StructuredCell:
             f"the structured cell decides branch and select nodes only, not {_type_name(node)}"
         )
 
+    def predicate_reads(self, node: BranchNode | SelectNode) -> list[PredicateRead]:
+        """Every leaf's node read, so freeze can check each like a ``NodeRef``.
+
+        A node-id head (``fetch.count``) names the node and the field; a raw table key
+        (``fetch:e1.count``) names its node too, with the key. The whole-table path ``""``
+        reads no one node and is not listed. Unparseable predicates list nothing (``validate``
+        refuses them).
+        """
+        if isinstance(node, SelectNode):
+            table = node.definition.predicate
+            if type(table) is not dict:
+                return []
+            reads: list[PredicateRead] = []
+            for label in node.definition.cases:
+                parsed = self._parsed(table.get(label)) if label in table else None
+                if parsed is not None:
+                    reads.extend(_leaf_reads(parsed, f'case "{label}"'))
+            return reads
+        parsed = self._parsed(node.definition.predicate)
+        return [] if parsed is None else _leaf_reads(parsed, "")
+
     async def evaluate(
         self, node: BranchNode | SelectNode, ctx: PredicateContext
     ) -> BranchVerdict | SelectVerdict:
         """Decide one frame (see :meth:`decide`)."""
         return self.decide(node, ctx)
 
+    async def judge(self, node: BranchNode | SelectNode, ctx: PredicateContext) -> Judgement:
+        """The verdict of :meth:`decide` with its evidence, match or not.
+
+        The evidence lists each leaf evaluated with the value its path read (see
+        :class:`~orchestration.contracts.Judgement`); an unparseable predicate's evidence says
+        so under ``error``.
+        """
+        return self._run(node, ctx, _Trace())
+
     def decide(
         self, node: BranchNode | SelectNode, ctx: PredicateContext
     ) -> BranchVerdict | SelectVerdict:
-        """The verdict, synchronously.
+        """The verdict, synchronously, without evidence.
 
         A branch matches when its predicate holds (an unparseable one does not); a select takes
         the first case, in ``cases`` order, whose predicate holds (unparseable ones are
         skipped), else ``None`` (the default edge).
         """
+        return self._run(node, ctx, None).verdict
+
+    def _run(
+        self, node: BranchNode | SelectNode, ctx: PredicateContext, trace: _Trace | None
+    ) -> Judgement:
+        reader = _Reader(ctx.outputs)
         if isinstance(node, SelectNode):
             table = node.definition.predicate
             if type(table) is not dict:
-                return SelectVerdict(case_label=None)
+                return self._unparseable(SelectVerdict(case_label=None), trace)
+            skipped: list[str] = []
             for label in node.definition.cases:
                 parsed = self._parsed(table.get(label)) if label in table else None
-                if parsed is not None and evaluate_predicate(parsed, ctx.outputs):
-                    return SelectVerdict(case_label=label)
-            return SelectVerdict(case_label=None)
+                if parsed is None:
+                    skipped.append(label)
+                    continue
+                if trace is not None:
+                    trace.case = label
+                if _holds(parsed, reader, trace):
+                    return self._judged(SelectVerdict(case_label=label), label, trace, skipped)
+            return self._judged(SelectVerdict(case_label=None), None, trace, skipped)
         parsed = self._parsed(node.definition.predicate)
-        return BranchVerdict(matched=parsed is not None and evaluate_predicate(parsed, ctx.outputs))
+        if parsed is None:
+            return self._unparseable(BranchVerdict(matched=False), trace)
+        matched = _holds(parsed, reader, trace)
+        return self._judged(BranchVerdict(matched=matched), matched, trace, [])
+
+    @staticmethod
+    def _judged(
+        verdict: BranchVerdict | SelectVerdict,
+        result: Any,
+        trace: _Trace | None,
+        skipped: list[str],
+    ) -> Judgement:
+        if trace is None:
+            return Judgement(verdict)
+        evidence = trace.evidence(result)
+        if skipped:
+            evidence["unparseable"] = skipped
+        return Judgement(verdict, evidence)
+
+    @staticmethod
+    def _unparseable(verdict: BranchVerdict | SelectVerdict, trace: _Trace | None) -> Judgement:
+        if trace is None:
+            return Judgement(verdict)
+        return Judgement(
+            verdict, {"cell": "structured", "error": "the predicate is not a valid structured one"}
+        )
 
     def _parsed(self, predicate: Any) -> StructuredPredicate | None:
         cached = self._cache.get(id(predicate))
         if cached is not None and cached[0] is predicate:
             return cached[1]
         try:
-            parsed: StructuredPredicate | None = _parse(predicate, 0)
+            parsed: StructuredPredicate | None = _parse_top(predicate)
         except _Invalid:
             parsed = None
         self._cache[id(predicate)] = (predicate, parsed)

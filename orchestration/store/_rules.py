@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from orchestration.encoding import canonical_digest
 from orchestration.errors import (
@@ -154,10 +154,83 @@ def clone_provenance(
     )
 
 
+@dataclass(frozen=True)
+class InvalidOp:
+    """Why one op of a batch cannot be stored: it is not what the wire would deliver.
+
+    Attributes:
+        index: Its position in the batch.
+        op_id: Its ``opId``, when it has a readable one.
+        field: The dotted path of the first field at fault (``lamport``, ``node.definition``),
+            or ``None`` when the op as a whole has no wire form.
+        problem: What is wrong with that field.
+
+    """
+
+    index: int
+    op_id: str | None
+    field: str | None
+    problem: str
+
+    def refusal(self, actual: RevisionState) -> AppendRefused:
+        """The ``invalid_op`` refusal naming this op and field."""
+        who = f'op #{self.index} (opId "{self.op_id}")' if self.op_id else f"op #{self.index}"
+        where = f"field {self.field}" if self.field else "the op"
+        return AppendRefused(
+            reason="invalid_op",
+            actual=actual,
+            detail=(
+                f"{who}: {where}: {self.problem}; nothing was written. Build ops with their "
+                "model constructors (or PlanAuthor), never with model_construct or "
+                "model_copy(update=...), and append the batch again"
+            ),
+            op_id=self.op_id,
+            field=self.field,
+        )
+
+
+def wire_checked(ops: Sequence[object]) -> list[PlanOp] | InvalidOp:
+    """Each op as it would arrive off the wire, or the first one that would not arrive intact.
+
+    An op object may never have been validated (``model_construct``, ``model_copy(update=...)``,
+    an object of another type): its fields can hold a string where the log orders by integer,
+    an unreadable time, a value outside the encodable subset. Storing one would make every
+    later read, fold and append of the plan fail, so every store passes every op through its
+    JSON wire form first: dumped, validated strictly (no coercion, as a reader would), and
+    dumped again to the same bytes. The copies returned are what the store keeps, so nothing
+    the caller still holds (a mutable ``args`` dict) is shared with the log either.
+    """
+    checked: list[PlanOp] = []
+    for index, op in enumerate(ops):
+        op_id = getattr(op, "op_id", None)
+        label = op_id if isinstance(op_id, str) and op_id else None
+        try:
+            wire = OP_JSON.dump_json(op, warnings=False)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - whatever stops the dump, the op is unstorable
+            return InvalidOp(index, label, None, f"it has no JSON wire form ({_first_line(exc)})")
+        try:
+            clean = OP_JSON.validate_json(wire, strict=True)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            loc = tuple(str(part) for part in error["loc"])
+            # The first segment is the op union's tag ("add_node"), not a field of the op.
+            field = ".".join(loc[1:] if len(loc) > 1 else loc) or None
+            return InvalidOp(index, label, field, str(error["msg"]))
+        if OP_JSON.dump_json(clean) != wire:  # pragma: no cover - strict validation is exact
+            return InvalidOp(index, label, None, "its wire form does not read back unchanged")
+        checked.append(clean)
+    return checked
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
 def screen_append(
     state: PlanState,
     revision: int,
-    ops: Sequence[PlanOp],
+    ops: Sequence[PlanOp] | InvalidOp,
     known: Mapping[str, str],
     expected_revision: int | None,
 ) -> AppendRefused | list[tuple[PlanOp, str]]:
@@ -166,13 +239,14 @@ def screen_append(
     Args:
         state: The plan's state.
         revision: The plan's revision (the length of its log).
-        ops: The batch, in append order.
+        ops: The batch as :func:`wire_checked` returned it, in append order.
         known: ``opId -> fingerprint`` for (at least) every op id of the batch already in the log.
         expected_revision: The revision the writer decided against, if it said.
 
     Returns:
-        The refusal, or the ops to write (with their fingerprints): the batch minus the ops
-        already in the log and minus repeats inside the batch. ``expected_revision`` guards
+        The refusal (checked in order: ``not_editable``, ``invalid_op``, ``conflicting_op``,
+        ``revision_moved``), or the ops to write (with their fingerprints): the batch minus the
+        ops already in the log and minus repeats inside the batch. ``expected_revision`` guards
         writes only: a batch that adds nothing (a retried delivery that already landed) is
         acknowledged whatever revision it expected, since it cannot lose anyone's update.
 
@@ -184,6 +258,8 @@ def screen_append(
             actual=actual,
             detail=f"the plan is {state}; only an editable plan takes ops (clone it to edit)",
         )
+    if isinstance(ops, InvalidOp):
+        return ops.refusal(actual)
     fresh: dict[str, tuple[PlanOp, str]] = {}
     for op in ops:
         fingerprint = op_fingerprint(op)

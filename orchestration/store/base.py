@@ -17,6 +17,12 @@ is :mod:`orchestration.store._rules`):
 * **Compare-and-set everywhere.** An append may carry the revision it was made against; a
   transition carries the digest it was decided on. Of two writers racing on one expected
   revision exactly one wins, and nothing either wrote is half-visible.
+* **Only ops that read back are stored.** Every op of a batch passes through its JSON wire form
+  (dumped, validated strictly, dumped again to the same bytes) before anything is decided, and
+  the store keeps those validated copies. An op that was never validated (``model_construct``,
+  ``model_copy(update=...)``) and would not survive the trip refuses the whole batch with the
+  value ``invalid_op`` naming the op and the field, so nothing is ever stored that would make
+  later reads, folds or appends of the plan fail.
 * **Ops are idempotent by identity.** Re-appending an op whose ``opId`` is already in the log
   with identical content is a no-op (a retried delivery); different content under a known
   ``opId`` is refused with ``conflicting_op``. So the revision is the number of distinct ops, and
@@ -67,6 +73,7 @@ from orchestration.types import (
     PlanState,
     PlanSummary,
     RunOutcome,
+    StateDigest,
     TemplateProvenance,
     WireModel,
 )
@@ -129,12 +136,26 @@ class AppendOk(WireModel):
 
 
 class AppendRefused(WireModel):
-    """Why an append was refused; nothing was written."""
+    """Why an append was refused; nothing was written.
+
+    Attributes:
+        reason: ``not_editable`` (the plan is frozen), ``invalid_op`` (an op of the batch is
+            not what the wire would deliver: see :attr:`op_id` and :attr:`field`),
+            ``conflicting_op`` (a known ``opId`` with other content) or ``revision_moved``
+            (the plan is not at the expected revision).
+        actual: The state and revision the append met.
+        detail: What is wrong, naming the fix.
+        op_id: For ``invalid_op``: the refused op's ``opId``, when it has a readable one.
+        field: For ``invalid_op``: the dotted path of the field at fault, when one is.
+
+    """
 
     ok: Literal[False] = False
-    reason: Literal["not_editable", "revision_moved", "conflicting_op"]
+    reason: Literal["not_editable", "invalid_op", "revision_moved", "conflicting_op"]
     actual: RevisionState
     detail: str = ""
+    op_id: str | None = None
+    field: str | None = None
 
 
 AppendResult = Annotated[AppendOk | AppendRefused, Field(discriminator="ok")]
@@ -148,13 +169,6 @@ class TransitionRequest(WireModel):
     expected_digest: str
     approval: ApprovalRecord | None = None
     """Required for ``reviewable → executable``; persisted in the same commit."""
-
-
-class StateDigest(WireModel):
-    """The state and digest a refused transition met."""
-
-    state: PlanState
-    digest: str
 
 
 class TransitionOk(WireModel):

@@ -508,6 +508,72 @@ class PlanStoreConformance:
             assert (refused.actual.state, refused.actual.revision) == ("editable", 2)
             assert await self._snapshot(store, "p") == before
 
+    @pytest.mark.asyncio
+    async def test_an_op_that_would_not_read_back_is_refused_as_invalid_op(
+        self, store: PlanStore
+    ) -> None:
+        """Ops never validated (model_construct, model_copy(update=...)) are refused, by name.
+
+        Each batch holds a good op first: the refusal writes nothing, names the op and the
+        field, and the plan stays readable, foldable and appendable.
+        """
+        await store.create_plan("p")
+        await self._appended(store, "p", [_entry_op()])
+        before = await self._snapshot(store, "p")
+        good = _call_op("op-good", "good")
+        base = _call_op("op-bad", "bad")
+        cases: list[tuple[object, str | None]] = [
+            (AddNodeOp.model_construct(**{**dict(base), "lamport": "5"}), "lamport"),
+            (AddNodeOp.model_construct(**{**dict(base), "at": 5}), "at"),
+            (base.model_copy(update={"lamport": -1}), "lamport"),
+            (base.model_copy(update={"lamport": 2**64}), "lamport"),
+            (base.model_copy(update={"at": "yesterday"}), "at"),
+            (base.model_copy(update={"at": "2026-13-45T99:99:99Z"}), "at"),
+            (base.model_copy(update={"at": "2026-01-01T00:00:00"}), "at"),
+            (base.model_copy(update={"node": {"id": "bad"}}), "node"),
+            (base.model_copy(update={"op_id": ""}), "opId"),
+            (_set_op("op-bad", "entry", 1).model_copy(update={"value": object()}), None),
+        ]
+        for bad, field in cases:
+            refused = await store.append_ops("p", [good, bad])  # type: ignore[list-item]
+            assert isinstance(refused, AppendRefused), bad
+            assert refused.reason == "invalid_op", refused
+            assert refused.field == field, refused
+            assert refused.detail.startswith("op #1"), refused.detail
+            if field is not None:
+                assert f"field {field}" in refused.detail, refused.detail
+            if field != "opId":
+                assert refused.op_id == "op-bad" and '"op-bad"' in refused.detail
+            assert (refused.actual.state, refused.actual.revision) == ("editable", 1)
+            assert await self._snapshot(store, "p") == before
+        landed = await store.append_ops("p", [good], expected_revision=1)
+        assert isinstance(landed, AppendOk) and landed.revision == 2
+        assert [op.op_id for op in await store.read_ops("p")] == ["op-entry", "op-good"]
+        assert (await store.fold("p")).view.digest == landed.digest
+
+    @pytest.mark.asyncio
+    async def test_a_frozen_plan_refuses_an_invalid_op_as_not_editable(
+        self, store: PlanStore
+    ) -> None:
+        """State is decided first: a frozen plan says not_editable whatever the batch holds."""
+        await self._reviewable(store)
+        bad = _call_op("op-bad", "bad").model_copy(update={"at": "yesterday"})
+        refused = await store.append_ops("p", [bad])
+        assert isinstance(refused, AppendRefused) and refused.reason == "not_editable"
+
+    @pytest.mark.asyncio
+    async def test_the_log_keeps_its_own_copy_of_each_op(self, store: PlanStore) -> None:
+        """Changing a staged value the caller still holds after the append changes nothing."""
+        await store.create_plan("p")
+        op = _call_op("op-a", "a")
+        appended = await self._appended(store, "p", [_entry_op(), op])
+        assert isinstance(op.node, CallNode)
+        op.node.definition.args["query"] = "changed behind the store's back"
+        (_, stored) = await store.read_ops("p")
+        assert isinstance(stored, AddNodeOp) and isinstance(stored.node, CallNode)
+        assert stored.node.definition.args["query"] == "a"
+        assert (await store.read_state("p")).digest == appended.digest
+
     # ----------------------------------------------------------------------------------------
     # Read ops, fold, digest
     # ----------------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 Every method reads and writes its plan's record inside one ``asyncio.Lock``, so concurrent
 coroutines on one event loop see each compare-and-set as atomic.
 
-The store keeps the caller's own model objects and hands the same objects back (in fresh
-lists), with no serialisation round trip. The models are frozen, but a staged value inside one
-(a call's ``args`` dict) is an ordinary container: mutating it after the append would change the
-stored plan behind its digest. Nothing in the library does that; a test must not either.
+An append keeps validated copies of the ops (each passed through its wire form, like every
+store), so nothing the caller still holds is shared with the log; reads hand the stored objects
+back in fresh lists. The models are frozen, but a staged value inside one (a call's ``args``
+dict) is an ordinary container: mutating one that a read returned would change the stored plan
+behind its digest. Nothing in the library does that; a test must not either.
 
 The current digest, revision and node count are kept beside the log and recomputed by folding
 when the log changes, so reads never refold.
@@ -170,10 +171,11 @@ class MemoryPlanStore:
             PlanNotFoundError: unknown plan.
 
         """
+        batch = _rules.wire_checked(ops)
         async with self._lock:
             plan = self._get("append_ops", plan_id)
             decision = _rules.screen_append(
-                plan.state, len(plan.ops), ops, plan.fingerprints, expected_revision
+                plan.state, len(plan.ops), batch, plan.fingerprints, expected_revision
             )
             if isinstance(decision, AppendRefused):
                 return decision

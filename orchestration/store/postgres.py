@@ -386,8 +386,9 @@ class PostgresPlanStore:
             PlanNotFoundError: unknown plan.
 
         """
-        batch = list(ops)
-        op_ids = _SQL.op_ids([op.op_id for op in batch])
+        batch = _rules.wire_checked(ops)
+        ids = [] if isinstance(batch, _rules.InvalidOp) else [op.op_id for op in batch]
+        op_ids = _SQL.op_ids(ids)
 
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]

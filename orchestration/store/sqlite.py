@@ -403,8 +403,9 @@ class SqlitePlanStore:
             PlanNotFoundError: unknown plan.
 
         """
-        batch = list(ops)
-        op_ids = _SQL.op_ids([op.op_id for op in batch])
+        batch = _rules.wire_checked(ops)
+        ids = [] if isinstance(batch, _rules.InvalidOp) else [op.op_id for op in batch]
+        op_ids = _SQL.op_ids(ids)
 
         def work(conn: sqlite3.Connection) -> AppendOk | AppendRefused:
             state, revision, digest, provenance = self._row(

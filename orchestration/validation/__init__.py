@@ -1,17 +1,19 @@
 """Freeze validation: ``validate(view, inputs) -> list[PlanIssue]``.
 
 Nothing reaches ``reviewable`` (and so nothing can be approved or run) unless it is structurally
-sound, references only what exists and always runs first, calls only allowlisted tools, decides
-what has no safe default, claims its authority, keeps tainted input out of tool arguments, and
-stays inside its bounds. Every finding is a :class:`~orchestration.types.PlanIssue` with a
+sound, references only what exists and always runs first, calls only allowlisted tools with the
+arguments each takes, decides what has no safe default, keeps tainted input out of tool
+arguments, and stays inside its bounds (a call claiming no authority is reported, and refused
+only under ``strict_authority``). Every finding is a :class:`~orchestration.types.PlanIssue` with a
 stable ``code`` and a message addressed to the model that authored the plan, naming the fix.
 
 Issues come in a fixed order, so two freezes of one plan report identically: the fold's own
 issues (passed in), then topology (entry, cycle), identity, handles and select wiring,
-reachability, joins, declared fields, references, taint, calls, reason nodes, transforms, cells,
-scaffold text, and bounds. Checks that need the single entry (reachability, dominance, routes)
-run only when there is exactly one; route counting also needs an acyclic graph. Every check
-runs on every plan otherwise, so an author sees all of a plan's problems at once.
+reachability, joins, declared fields, references, taint, calls, call arguments against their
+tool's shape, reason nodes, transforms, cells, scaffold text, and bounds. Checks that need the
+single entry (reachability, dominance, routes) run only when there is exactly one; route
+counting also needs an acyclic graph. Every check runs on every plan otherwise, so an author
+sees all of a plan's problems at once.
 
 ``validate`` never raises on a folded view: whatever a check or a cell raises becomes a
 blocking issue (``internal_error``), so an unchecked plan can never be frozen by accident.
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from orchestration.types import PlanIssue, RawPlanView
+from orchestration.validation.arguments import check_arguments
 from orchestration.validation.calls import check_calls
 from orchestration.validation.cells import check_cells
 from orchestration.validation.content import check_bounds, check_scaffold
@@ -67,6 +70,7 @@ _BEFORE_CELLS: tuple[Callable[[CheckContext], list[PlanIssue]], ...] = (
     check_references,
     check_taint,
     check_calls,
+    check_arguments,
     check_reasons,
     check_transforms,
 )

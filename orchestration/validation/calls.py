@@ -2,15 +2,20 @@
 
 A call is the node kind the whole approval exists to gate, so each must name an allowed tool,
 state the decisions that have no safe default (``onMissingValue``, ``replaySafe``,
-``onIndeterminate``), claim the authority the operator will approve, and declare output fields
-only where its tool returns something pathable.
+``onIndeterminate``), and declare output fields only where its tool returns something pathable.
+
+A call that claims no authority (``authority: []``) is allowed by the contract: freeze reports
+``missing_authority`` as an advisory naming the node, and the operator view marks the call "no
+authority claimed — whether this changes anything is unknown; treat as potentially mutating".
+A deployment that wants every call to state what it may do sets ``strict_authority`` at
+construction, and the same issue is then blocking.
 """
 
 from __future__ import annotations
 
 from orchestration.types import CallDefinition, PlanIssue
 from orchestration.validation.context import CheckContext
-from orchestration.validation.issues import blocking, quote_list
+from orchestration.validation.issues import advisory, blocking, quote_list
 
 __all__ = ["check_calls"]
 
@@ -77,15 +82,7 @@ def check_calls(ctx: CheckContext) -> list[PlanIssue]:
                 )
             )
         if not d.authority:
-            issues.append(
-                blocking(
-                    "missing_authority",
-                    f'Call node "{nid}" claims no authority, so the operator cannot see what it '
-                    "may do; add at least one claim {capability, scope, verb} (verb one of "
-                    "list, read, create, update, delete) covering what the tool does.",
-                    node_id=nid,
-                )
-            )
+            issues.append(_missing_authority(nid, strict=ctx.inputs.strict_authority))
         returns = invocable.returns(d.tool) if invocable.has(d.tool) else None
         if returns is not None and returns.kind in ("media", "bytes") and d.output:
             issues.append(
@@ -111,3 +108,24 @@ def check_calls(ctx: CheckContext) -> list[PlanIssue]:
                     )
                 )
     return issues
+
+
+def _missing_authority(node_id: str, *, strict: bool) -> PlanIssue:
+    claim = (
+        "add the claims {capability, scope, verb} (verb one of list, read, create, update, "
+        "delete) covering what the tool does"
+    )
+    if strict:
+        return blocking(
+            "missing_authority",
+            f'Call node "{node_id}" claims no authority, and this deployment requires every '
+            f"call to state what it may do (strict_authority); {claim}.",
+            node_id=node_id,
+        )
+    return advisory(
+        "missing_authority",
+        f'Call node "{node_id}" claims no authority, so the operator is told that whether it '
+        f"changes anything is unknown and to treat it as potentially mutating; {claim}, so the "
+        "approval names what it may do.",
+        node_id=node_id,
+    )

@@ -23,7 +23,7 @@ from orchestration.types import PlanIssue
 from orchestration.validation.context import CheckContext
 from orchestration.validation.issues import blocking, quote_list
 
-__all__ = ["check_references", "route_of", "valid_route"]
+__all__ = ["check_references", "merged_at_joins", "route_of", "runs_first", "valid_route"]
 
 
 def check_references(ctx: CheckContext) -> list[PlanIssue]:
@@ -37,7 +37,7 @@ def check_references(ctx: CheckContext) -> list[PlanIssue]:
     executions: list[int] = []
     spaces: dict[str, FieldSpace] = {}
     edge_index: dict[str, int] = {}
-    merged = _merged_at_joins(structure)
+    merged = merged_at_joins(structure)
     issues: list[PlanIssue] = []
     for index, node in enumerate(ctx.view.nodes):
         if graph.index[node.id] != index:
@@ -57,7 +57,7 @@ def check_references(ctx: CheckContext) -> list[PlanIssue]:
                 )
                 continue
             if structure.dominators is not None and structure.live[index] and not (
-                target_index != index and _available(structure, merged, target_index, index)
+                target_index != index and runs_first(structure, merged, target_index, index)
             ):
                 issues.append(
                     blocking(
@@ -114,7 +114,7 @@ def check_references(ctx: CheckContext) -> list[PlanIssue]:
     return issues
 
 
-def _merged_at_joins(structure: PlanStructure) -> dict[int, list[int]]:
+def merged_at_joins(structure: PlanStructure) -> dict[int, list[int]]:
     """For each node inside a valid diamond, the joins whose barrier merges its output."""
     merged: dict[int, list[int]] = {}
     for join, shape in structure.joins.items():
@@ -124,7 +124,7 @@ def _merged_at_joins(structure: PlanStructure) -> dict[int, list[int]]:
     return merged
 
 
-def _available(
+def runs_first(
     structure: PlanStructure, merged: dict[int, list[int]], target: int, reader: int
 ) -> bool:
     """Whether every frame of ``reader`` finds ``target``'s output in its table.

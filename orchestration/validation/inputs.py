@@ -5,6 +5,7 @@ here: an ``invocable`` override REPLACES the configured allowlist (two allowlist
 to "what may a staged call invoke", and intersecting them silently would give a set nobody
 wrote), while ``evaluators`` MERGE by cell id (a per-freeze cell replaces the configured cell
 with the same id; the others stay), because cells with different ids are additive.
+``strict_authority`` is a deployment's policy, set at construction: no freeze overrides it.
 """
 
 from __future__ import annotations
@@ -24,11 +25,16 @@ class FreezeInputs:
     Attributes:
         invocable: The tier-C allowlist, and each tool's declared return.
         evaluators: The wired predicate cells; a branch or select naming another is refused.
+        strict_authority: Whether a call that claims no authority refuses the freeze. Off by
+            default: ``missing_authority`` is then advisory (the contract allows such a call,
+            and the operator view marks it as potentially mutating). A deployment that wants
+            every call to state what it may do turns it on at construction.
 
     """
 
     invocable: InvocableTools
     evaluators: tuple[PredicateEvaluator, ...] = field(default=())
+    strict_authority: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,4 +72,5 @@ def resolve_inputs(
     return FreezeInputs(
         invocable=override.invocable if override.invocable is not None else base.invocable,
         evaluators=merge_evaluators(base.evaluators, override.evaluators),
+        strict_authority=base.strict_authority,
     )

@@ -257,7 +257,12 @@ def _check_select(
 
 
 def check_reachability(ctx: CheckContext) -> list[PlanIssue]:
-    """Every node is reachable from the single entry (skipped without exactly one entry)."""
+    """Every node is reachable from the single entry (skipped without exactly one entry).
+
+    As in the reference, an unreachable node is ``unreachable_node``; an unreachable call also
+    gets ``unreachable_call`` (it can never run, so its claims are never asked for), and an
+    unreachable join ``join_no_fork`` (no fork dominates it, so it closes no diamond).
+    """
     structure = ctx.structure
     if structure.entry is None:
         return []
@@ -266,15 +271,34 @@ def check_reachability(ctx: CheckContext) -> list[PlanIssue]:
     for index, node_id in enumerate(graph.ids):
         if structure.live[index] or graph.index[node_id] != index:
             continue
-        runs = "so it can never run; " if graph.kinds[index] == "call" else ""
+        kind = graph.kinds[index]
         issues.append(
             blocking(
                 "unreachable_node",
-                f'Node "{node_id}" is not reachable from the entry node, {runs}connect it with '
-                "an edge from a reachable node or remove it.",
+                f'Node "{node_id}" is not reachable from the entry node; connect it with an '
+                "edge from a reachable node or remove it.",
                 node_id=node_id,
             )
         )
+        if kind == "call":
+            issues.append(
+                blocking(
+                    "unreachable_call",
+                    f'Call node "{node_id}" is unreachable from the entry node, so it can never '
+                    "run and its authority is not asked for; connect it or remove it.",
+                    node_id=node_id,
+                )
+            )
+        elif kind == "join":
+            issues.append(
+                blocking(
+                    "join_no_fork",
+                    f'Join "{node_id}" has no immediate dominator from the entry; a join must '
+                    "close a fan-out that a single ancestor opened: connect the branches of "
+                    "one fork to it, or remove it.",
+                    node_id=node_id,
+                )
+            )
     return issues
 
 

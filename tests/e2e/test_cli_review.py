@@ -50,7 +50,8 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
     wrong = orch("plan", "approve", "p1", "--digest", "0" * 64, "--by", "alice", store=store,
                  check=False)
     assert wrong.returncode == 2
-    assert wrong.stderr.startswith("error[digest_mismatch]: ") and digest in wrong.stderr
+    assert wrong.stderr.startswith("error[digest_mismatch]: (unknown_digest) ")
+    assert digest in wrong.stderr
     assert orch_json("plan", "list", store=store)[0]["state"] == "reviewable"
 
     approved = orch_json("plan", "approve", "p1", "--digest", digest.upper(), "--by", "alice",
@@ -58,24 +59,54 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
     assert approved == {"ok": True, "planId": "p1", "digest": digest, "revision": 30}
     again = orch("plan", "approve", "p1", "--digest", digest, "--by", "bob", store=store,
                  check=False)
-    assert again.returncode == 2 and again.stderr.startswith("error[not_reviewable]: ")
+    assert again.returncode == 2
+    assert again.stderr.startswith("error[state_mismatch]: (not_reviewable) ")
+    as_json = orch("plan", "approve", "p1", "--digest", digest, "--by", "bob", "--json",
+                   store=store, check=False)
+    assert as_json.returncode == 2
+    refusal = json.loads(as_json.stdout)
+    assert {k: refusal[k] for k in ("ok", "reason", "cause", "actual")} == {
+        "ok": False,
+        "reason": "state_mismatch",
+        "cause": "not_reviewable",
+        "actual": {"state": "executable", "digest": digest},
+    }
 
 
 def test_freeze_with_blocking_issues_refuses_and_prints_them(tmp_path: Path, store: Path) -> None:
     """A plan with blocking issues stays editable; each issue and the refusal are printed."""
     a = author()
     _plan(tmp_path, store, [a.entry(), call(a, "x", authority=[]), a.edge("entry", "x")])
-    result = orch("plan", "freeze", "p1", "--tools", TOOLS, store=store, check=False)
+    result = orch("plan", "freeze", "p1", "--tools", TOOLS, "--strict-authority", store=store,
+                  check=False)
     assert result.returncode == 2
     assert "[blocking] missing_authority (node x)" in result.stdout
     assert result.stderr.startswith("error[freeze_refused]: 1 blocking issue(s)")
-    # --tools may also name a factory returning plain tool names.
+    # --tools may also name a factory returning plain tool names; the env sets strictness too.
     as_json = orch("plan", "freeze", "p1", "--tools", "tests.e2e.review_fixtures:tool_names",
-                   "--json", store=store, check=False)
+                   "--json", store=store, check=False, env={"ORCH_STRICT_AUTHORITY": "1"})
     body = json.loads(as_json.stdout)
     assert body["ok"] is False and [i["code"] for i in body["issues"]] == ["missing_authority"]
     needs_tools = orch("plan", "freeze", "p1", store=store, check=False)
     assert needs_tools.stderr.startswith("error[tools_required]: ")
+
+
+def test_a_call_claiming_no_authority_freezes_with_an_advisory(
+    tmp_path: Path, store: Path
+) -> None:
+    """By default missing_authority is advisory: the plan freezes and the render marks the call."""
+    a = author()
+    _plan(tmp_path, store, [a.entry(), call(a, "x", authority=[]), a.edge("entry", "x")])
+    loose = orch("plan", "freeze", "p1", "--tools", TOOLS, "--no-strict-authority",
+                 store=store, env={"ORCH_STRICT_AUTHORITY": "1"})
+    assert "p1 is reviewable" in loose.stdout
+    assert "[advisory] missing_authority (node x)" in loose.stdout
+    rendered = orch("plan", "render", "p1", "--tools", TOOLS, store=store)
+    assert "authority: (none claimed)" in rendered.stdout
+    assert "NO AUTHORITY CLAIMED — whether this changes anything is UNKNOWN." in rendered.stdout
+    bad_env = orch("plan", "freeze", "p1", "--tools", TOOLS, store=store, check=False,
+                   env={"ORCH_STRICT_AUTHORITY": "maybe"})
+    assert bad_env.returncode == 2 and bad_env.stderr.startswith("error[bad_env]: ")
 
 
 def test_outline_and_slice_read_as_json(tmp_path: Path, store: Path) -> None:

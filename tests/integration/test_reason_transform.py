@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 
 from orchestration.encoding import NodeRef
-from orchestration.execution import ReasonResponse, RunSettings
+from orchestration.execution import PlanRunResult, ReasonResponse, RunSettings
 from orchestration.predicates import LuaCell
 from orchestration.routes import BranchId, EdgeSegment, frame_key
-from orchestration.runs import fold_run
+from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, ScriptedReasoner
 from orchestration.types import (
     EdgeTaken,
@@ -32,6 +33,7 @@ from orchestration.types import (
     StringField,
     TransformStep,
 )
+from tests.support.hosts import replay_all
 from workers.devserver import DevServer
 from workers.worker import build_worker
 
@@ -55,25 +57,53 @@ def step(name: str, **args: Any) -> TransformStep:
     return TransformStep(name=name, args=args or None)
 
 
-def worker(client: Client, task_queue: str, tmp_path: Path, reasoner: Any = None) -> Any:
+def worker(
+    client: Client,
+    task_queue: str,
+    store: SqlitePlanStore,
+    tmp_path: Path,
+    reasoner: Any = None,
+) -> Any:
     from orchestration.artifacts import FileSpoolStore
 
     return build_worker(
         client,
         task_queue=task_queue,
         toolbox=artifact_tools.TOOLBOX,
+        store=store,
         reasoner=reasoner,
         spool=FileSpoolStore(tmp_path / "spool"),
         evaluators=[LuaCell()],
     )
 
 
+async def outcome_of(handle: WorkflowHandle[Any, PlanRunResult]) -> PlanRunResult:
+    """The run's result: returned when it completed, else carried by the execution's failure.
+
+    A halted or aborted run fails its execution with a non-retryable ``ApplicationError``
+    whose type is the outcome and whose first detail is the result.
+    """
+    try:
+        return await asyncio.wait_for(handle.result(), timeout=60)
+    except WorkflowFailureError as failure:
+        cause = failure.cause
+        assert isinstance(cause, ApplicationError) and cause.non_retryable, cause
+        result = PlanRunResult.model_validate(cause.details[0])
+        assert cause.type == result.outcome, (cause.type, result.outcome)
+        return result
+
+
 async def run(
-    client: Client, task_queue: str, view: RawPlanView, run_input: dict[str, Any], **kw: Any
-) -> tuple[Any, list[RunEvent], WorkflowHandle[Any, Any]]:
-    handle, _ = await start_run(client, task_queue, store, view, run_input, **kw)
-    result = await asyncio.wait_for(handle.result(), timeout=60)
-    return result, await replay(handle), handle
+    client: Client,
+    task_queue: str,
+    store: SqlitePlanStore,
+    view: RawPlanView,
+    run_input: dict[str, Any],
+    **kw: Any,
+) -> tuple[PlanRunResult, list[RunEvent], WorkflowHandle[Any, Any]]:
+    handle, stored = await start_run(client, task_queue, store, view, run_input, **kw)
+    result = await outcome_of(handle)
+    return result, await replay(client, stored.plan_id, store), handle
 
 
 def settled(events: list[RunEvent], node_id: str) -> NodeSettled:
@@ -94,7 +124,7 @@ def outputs_of(events: list[RunEvent], node_id: str) -> list[dict[str, Any]]:
 
 
 async def test_reason_node_succeeds_on_a_retry(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, store: SqlitePlanStore, tmp_path: Path
 ) -> None:
     """An invalid first answer is fed back; the valid second one is the node's one output."""
     reasoner = ScriptedReasoner({"rate": [{"score": 11}, {"score": 7}]})
@@ -107,8 +137,8 @@ async def test_reason_node_succeeds_on_a_retry(
         .chain("entry", "rate")
         .view()
     )
-    async with worker(client, task_queue, tmp_path, reasoner):
-        result, events, handle = await run(client, task_queue, view, {"topic": "kittens"})
+    async with worker(client, task_queue, store, tmp_path, reasoner):
+        result, events, handle = await run(client, task_queue, store, view, {"topic": "kittens"})
     assert result.outcome == "completed"
     assert outputs_of(events, "rate") == [{"score": 7}]
     assert [t.prompt for t in reasoner.turns] == ["Rate kittens"] * 2
@@ -131,7 +161,7 @@ async def test_reason_node_succeeds_on_a_retry(
 
 
 async def test_reason_node_exhausting_its_attempts(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, store: SqlitePlanStore, tmp_path: Path
 ) -> None:
     """Unhandled: the run aborts with output_schema_violation; with an error edge it goes on."""
     reasoner = ScriptedReasoner({"rate": {"score": "high"}})
@@ -151,9 +181,9 @@ async def test_reason_node_exhausting_its_attempts(
         .edge("rate", "fallback", "error")
         .view()
     )
-    async with worker(client, task_queue, tmp_path, reasoner):
-        aborted, events, _ = await run(client, task_queue, bare, {"topic": "x"})
-        recovered, handled_events, _ = await run(client, task_queue, handled, {"topic": "x"})
+    async with worker(client, task_queue, store, tmp_path, reasoner):
+        aborted, events, _ = await run(client, task_queue, store, bare, {"topic": "x"})
+        recovered, handled_events, _ = await run(client, task_queue, store, handled, {"topic": "x"})
     assert aborted.outcome == "aborted"
     assert aborted.interruption.kind == "output_schema_violation"
     assert aborted.interruption.node_id == "rate"
@@ -170,7 +200,7 @@ async def test_reason_node_exhausting_its_attempts(
 
 
 async def test_transform_chains_on_json_and_markdown_feed_cells(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, store: SqlitePlanStore, tmp_path: Path
 ) -> None:
     """JSON get → filter → pluck feeds a CEL branch; Markdown text → grep → head feeds a Lua
     select; each decision's evidence is on the edge it fired."""
@@ -221,8 +251,8 @@ async def test_transform_chains_on_json_and_markdown_feed_cells(
         .edge("colour", "other", "default")
         .view()
     )
-    async with worker(client, task_queue, tmp_path):
-        result, events, _ = await run(client, task_queue, view, {"s": "x"})
+    async with worker(client, task_queue, store, tmp_path):
+        result, events, _ = await run(client, task_queue, store, view, {"s": "x"})
     assert result.outcome == "completed"
     assert outputs_of(events, "big") == [{"names": "b.txt\nc.md"}]
     assert outputs_of(events, "status") == [{"line": "Status: red (two blockers)"}]
@@ -241,7 +271,7 @@ async def test_transform_chains_on_json_and_markdown_feed_cells(
 
 
 async def test_artifact_is_read_after_a_diamond_join(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, store: SqlitePlanStore, tmp_path: Path
 ) -> None:
     """An artifact made before a fan-out reaches a transform after the join (both arms carry it)."""
     sketch = PlanSketch(unique_plan_id("diamond-artifact"), max_concurrent_frames=4)
@@ -267,8 +297,8 @@ async def test_artifact_is_read_after_a_diamond_join(
         .chain("j", "first")
         .view()
     )
-    async with worker(client, task_queue, tmp_path):
-        result, events, _ = await run(client, task_queue, view, {"s": "x"})
+    async with worker(client, task_queue, store, tmp_path):
+        result, events, _ = await run(client, task_queue, store, view, {"s": "x"})
     assert result.outcome == "completed"
     assert outputs_of(events, "first") == [{"name": "a.txt"}]
     for arm in ("left", "right"):
@@ -277,7 +307,7 @@ async def test_artifact_is_read_after_a_diamond_join(
 
 
 async def test_a_missing_reader_resolver_fails_the_transform_naming_the_tag(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, store: SqlitePlanStore, tmp_path: Path
 ) -> None:
     """The producing call settles; the transform fails with E_NO_READER_RESOLVER and the tag."""
     view = (
@@ -293,8 +323,8 @@ async def test_a_missing_reader_resolver_fails_the_transform_naming_the_tag(
         .chain("entry", "vault", "peek")
         .view()
     )
-    async with worker(client, task_queue, tmp_path):
-        result, events, _ = await run(client, task_queue, view, {"s": "x"})
+    async with worker(client, task_queue, store, tmp_path):
+        result, events, _ = await run(client, task_queue, store, view, {"s": "x"})
     assert result.outcome == "aborted" and result.interruption.node_id == "peek"
     assert settled(events, "vault").outcome.status == "ok"
     failure = settled(events, "peek").outcome
@@ -303,7 +333,7 @@ async def test_a_missing_reader_resolver_fails_the_transform_naming_the_tag(
 
 
 async def test_artifact_handles_survive_continue_as_new(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, store: SqlitePlanStore, tmp_path: Path
 ) -> None:
     """A handle made in the first segment is read by a transform after the run continued as new."""
     sketch = PlanSketch(unique_plan_id("can-artifact"), max_concurrent_frames=4)
@@ -323,25 +353,26 @@ async def test_artifact_handles_survive_continue_as_new(
     )
     view = sketch.chain("entry", "report").edge(previous, "last").view()
     settings = RunSettings(continue_as_new_after_events=100)
-    async with worker(client, task_queue, tmp_path):
+    async with worker(client, task_queue, store, tmp_path):
         handle, _ = await start_run(client, task_queue, store, view, {"s": "x"}, settings=settings)
         result = await asyncio.wait_for(handle.result(), timeout=60)
     assert result.outcome == "completed" and result.segments >= 2
     from workers.runs import TemporalRuns
 
-    runs = TemporalRuns(client, None, task_queue=task_queue)  # type: ignore[arg-type]
-    outputs = fold_run(await runs.read_log(view.plan_id)).outputs
+    runs = TemporalRuns(client, store, task_queue=task_queue)
+    outputs = (await runs.projection(view.plan_id)).outputs
     [last] = [output for key, output in outputs.items() if key.startswith("last:")]
     assert [item.json_ for item in last.items] == [{"name": "c.md"}]
-    await replay(handle)
+    await replay_all(client, view.plan_id, store)  # every execution of the chain
 
 
 # -- a worker killed while an artifact is in flight --------------------------------------------
 
 
 def worker_process(
-    address: str, task_queue: str, spool: Path, log: Path
+    address: str, task_queue: str, spool: Path, log: Path, store: Path
 ) -> subprocess.Popen[bytes]:
+    """A worker process (`python -m workers`): the artifact tools, ``spool``, ``store``."""
     with open(log, "ab") as out:
         return subprocess.Popen(
             [
@@ -356,6 +387,8 @@ def worker_process(
                 address,
                 "--spool-dir",
                 str(spool),
+                "--store",
+                str(store),
             ],
             cwd=ROOT,
             stdout=out,
@@ -401,7 +434,9 @@ async def test_run_resumes_after_a_worker_kill_with_an_artifact_in_flight(
         .view()
     )
     settings = RunSettings(heartbeat_seconds=1.0, start_to_close_seconds=60)
-    first = worker_process(dev_server.address, task_queue, spool, tmp_path / "w1.log")
+    plans = tmp_path / "workers.sqlite3"  # the plan store the worker processes share
+    store = SqlitePlanStore(plans)
+    first = worker_process(dev_server.address, task_queue, spool, tmp_path / "w1.log", plans)
     try:
         handle, _ = await start_run(client, task_queue, store, view, {"s": "x"}, settings=settings)
         deadline = asyncio.get_running_loop().time() + 30
@@ -411,13 +446,14 @@ async def test_run_resumes_after_a_worker_kill_with_an_artifact_in_flight(
     finally:
         kill(first)
     assert [p for p in spool.rglob("*") if p.is_file()], "the artifact was spooled to disk"
-    second = worker_process(dev_server.address, task_queue, spool, tmp_path / "w2.log")
+    second = worker_process(dev_server.address, task_queue, spool, tmp_path / "w2.log", plans)
     try:
         result = await asyncio.wait_for(handle.result(), timeout=60)
     finally:
         kill(second)
     assert result.outcome == "completed"
-    events = await replay(handle)
+    events = await replay(client, view.plan_id, store)
+    await store.close()
     assert outputs_of(events, "sizes") == [{"value": 4}, {"value": 40}, {"value": 400}]
     waits = [e for k, e in drill_tools.rows(str(ledger)) if k.startswith(f"{view.plan_id}/wait:")]
     assert waits == ["started", "started", "done"]

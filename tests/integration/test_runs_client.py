@@ -18,12 +18,14 @@ from orchestration.approval import approval_record
 from orchestration.authoring import PlanAuthor, claim, ref
 from orchestration.errors import RunRefusedError
 from orchestration.execution import PlanRunInput, RunSettings
+from orchestration.run.expand import expand_log
 from orchestration.runs import fold_run
 from orchestration.store import SqlitePlanStore
 from orchestration.types import StringField
 from workers.devserver import DevServer
 from workers.runs import TemporalRuns
 from workers.worker import build_worker
+from workflows.runlog import log_from_history
 
 from .harness import make_toolbox, replay, unique_plan_id
 
@@ -87,7 +89,9 @@ async def test_a_plan_runs_at_most_once(
     plan_id = unique_plan_id("once")
     await approved_plan(orch, plan_id)
     runs = TemporalRuns(client, orch.store, task_queue=task_queue)
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=orch.store
+    ):
         projection = await runs.execute(plan_id, {"s": "hello"})
     assert projection.outcome == "completed"
     assert projection.outputs[next(k for k in projection.outputs if k.startswith("b:"))].items[
@@ -120,7 +124,9 @@ async def test_concurrent_starts_yield_one_run(
     plan_id = unique_plan_id("race")
     await approved_plan(orch, plan_id)
     runs = TemporalRuns(client, orch.store, task_queue=task_queue)
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=orch.store
+    ):
         results = await asyncio.gather(
             runs.start(plan_id, {"s": "a"}), runs.start(plan_id, {"s": "b"}), return_exceptions=True
         )
@@ -129,7 +135,7 @@ async def test_concurrent_starts_yield_one_run(
         assert len(started) == 1 and len(refused) == 1
         assert refused[0].code == "run_already_claimed"
         await started[0].result()
-    await replay(started[0])
+    await replay(client, plan_id, orch.store)
     executions = [w async for w in client.list_workflows(f"WorkflowId = 'plan/{plan_id}'")]
     assert len({w.run_id for w in executions}) <= 1
 
@@ -150,24 +156,36 @@ async def test_refusals_happen_before_the_claim(
         await runs.start(ready, {"s": 7})
     assert bad.value.code == "invalid_run_input"
     assert await orch.store.read_run_id(ready) is None
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=orch.store
+    ):
         assert (await runs.execute(ready, {"s": "fine"})).outcome == "completed"
 
 
 async def test_closed_run_log_reads_with_no_worker(
     client: Client, task_queue: str, orch: Orchestration
 ) -> None:
-    """After the run closed and the worker stopped, the log is rebuilt from history."""
+    """After the run closed and the worker stopped, its log reads, and rebuilds from history."""
     plan_id = unique_plan_id("closed")
     await approved_plan(orch, plan_id)
     runs = TemporalRuns(client, orch.store, task_queue=task_queue)
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=orch.store
+    ):
         handle = await runs.start(plan_id, {"s": "x"})
         await handle.result()
         live = await runs.read_log(plan_id)
     closed = await asyncio.wait_for(runs.read_log(plan_id), timeout=30)
-    assert closed == live and closed[0].kind == "run_started" and closed[-1].kind == "run_settled"
-    assert fold_run(closed).outcome == "completed"
+    assert closed == live and closed[0].kind == "start" and closed[-1].kind == "end"
+    history = await handle.fetch_history()
+    rebuilt = await asyncio.wait_for(
+        log_from_history(history, store=orch.store, data_converter=client.data_converter),
+        timeout=30,
+    )
+    assert rebuilt == live
+    events = expand_log(closed)
+    assert events[0].kind == "run_started" and events[-1].kind == "run_settled"
+    assert fold_run(events).outcome == "completed"
 
 
 async def test_another_sdk_can_start_a_run_with_plain_json(
@@ -184,7 +202,9 @@ async def test_another_sdk_can_start_a_run_with_plain_json(
     )
     assert "runInput" in payload and "planId" in payload["plan"]
     plain = await Client.connect(dev_server.address)  # default converter: JSON, no pydantic
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=orch.store
+    ):
         handle = await plain.start_workflow(
             "PlanRun",
             payload,
@@ -194,7 +214,7 @@ async def test_another_sdk_can_start_a_run_with_plain_json(
         )
         result = await handle.result()
     assert isinstance(result, dict) and result["outcome"] == "completed"
-    await replay(client.get_workflow_handle(f"plan/{plan_id}"))
+    await replay(client, plan_id, orch.store)
     assert result["settled"] == 3
 
 
@@ -205,7 +225,9 @@ async def test_search_attributes_find_the_run(
     plan_id = unique_plan_id("search")
     digest = await approved_plan(orch, plan_id)
     runs = TemporalRuns(client, orch.store, task_queue=task_queue, settings=RunSettings())
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=orch.store
+    ):
         await runs.execute(plan_id, {"s": "x"})
     query = f"PlanId = '{plan_id}' AND PlanDigest = '{digest}' AND PlanOutcome = 'completed'"
     for _ in range(300):  # visibility is eventually consistent

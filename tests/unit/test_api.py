@@ -50,9 +50,9 @@ async def test_freeze_makes_a_clean_plan_reviewable() -> None:
 async def test_freeze_refuses_a_plan_with_blocking_issues() -> None:
     """A blocking issue keeps the plan editable; the issues are returned."""
     a = author()
-    orch = await _orch([a.entry(), call(a, "x", authority=[]), a.edge("entry", "x")])
+    orch = await _orch([a.entry(), call(a, "x", on_missing_value=None), a.edge("entry", "x")])
     result = await orch.freeze_plan("p")
-    assert not result.ok and [i.code for i in result.issues] == ["missing_authority"]
+    assert not result.ok and [i.code for i in result.issues] == ["missing_on_missing_value"]
     assert (await orch.store.read_state("p")).state == "editable"
 
 

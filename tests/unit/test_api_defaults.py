@@ -6,6 +6,7 @@ import pytest
 
 from orchestration.api import create_orchestration
 from orchestration.store.memory import MemoryPlanStore
+from orchestration.types import NumberField
 
 from .validation.helpers import TOOLS, author
 
@@ -23,7 +24,11 @@ async def test_the_structured_cell_is_wired_by_default() -> None:
         await orch.store.create_plan(plan_id)
         await orch.store.append_ops(
             plan_id,
-            [a.entry(), a.branch("b", predicate=predicate), a.edge("entry", "b")],
+            [
+                a.entry(input=[NumberField(path="n")]),
+                a.branch("b", predicate=predicate),
+                a.edge("entry", "b"),
+            ],
         )
     assert (await orch.freeze_plan("good")).ok
     refused = await orch.freeze_plan("bad")

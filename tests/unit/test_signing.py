@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
-from orchestration.approval import approval_record
+from orchestration.approval import approval_record, canonical_record
 from orchestration.encoding import canonical_digest
 from orchestration.signing import (
     SigningKeyError,
@@ -22,7 +22,7 @@ from orchestration.signing import (
     signature_problem,
 )
 from orchestration.testing import PlanSketch
-from orchestration.types import ApprovalRecord, StringField
+from orchestration.types import ApprovalRecord, AuthorityClaim, StringField
 
 OPERATOR = Ed25519PrivateKey.generate()
 
@@ -53,6 +53,23 @@ def test_any_change_after_signing_breaks_the_signature() -> None:
         assert problem is not None and "altered" in problem
     assert "does not trust" in (signature_problem(signed, {}) or "")
     assert "not signed" in (signature_problem(record(), keys) or "")
+
+
+def test_a_signature_survives_the_store_sorting_the_authority_set() -> None:
+    """A record signed with its claims in any order verifies in the canonical stored order."""
+    claims = (
+        AuthorityClaim(capability="mail", scope="x", verb="create"),
+        AuthorityClaim(capability="files", scope="out", verb="read"),
+    )
+    unsorted = record().model_copy(update={"authority_set": claims})
+    signed = sign_approval(unsorted, OPERATOR)
+    keys = {key_id(OPERATOR.public_key()): OPERATOR.public_key()}
+    stored = canonical_record(signed)
+    assert stored.authority_set == claims[::-1]
+    assert signature_problem(signed, keys) is None
+    assert signature_problem(stored, keys) is None
+    dropped = stored.model_copy(update={"authority_set": claims[:1]})
+    assert "altered" in (signature_problem(dropped, keys) or "")
 
 
 def test_keys_load_from_pem_and_other_kinds_are_refused() -> None:

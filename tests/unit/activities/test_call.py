@@ -11,8 +11,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.frames import FrameActivities
-from orchestration.run.work import FrameWork
 from orchestration.execution import CallRequest
+from orchestration.run.work import FrameWork
 from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,

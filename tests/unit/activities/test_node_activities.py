@@ -12,7 +12,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.frames import FrameActivities
-from orchestration.run.work import FrameWork
 from orchestration.artifacts import (
     ArtifactRegistry,
     FileSpoolStore,
@@ -28,6 +27,7 @@ from orchestration.execution import (
 )
 from orchestration.predicates import LuaCell
 from orchestration.routes import BranchId
+from orchestration.run.work import FrameWork
 from orchestration.testing import ScriptedReasoner
 from orchestration.toolbox import Toolbox, ToolContext
 from orchestration.types import (

@@ -86,6 +86,38 @@ def test_a_subclass_descriptor_shadows_by_name() -> None:
     assert len(methods) == 7 and methods["artifact_head"].description == "LOUD"
 
 
+def test_a_malformed_tool_methods_is_skipped_never_raised() -> None:
+    """A string, a None descriptor, a nameless entry or a property: skipped, the rest kept."""
+
+    class Odd(SpooledArtifact):
+        artifact_class = "odd"
+        tool_methods = (  # type: ignore[assignment]
+            None,
+            "artifact_head",
+            {"name": "artifact_dict"},
+            ArtifactMethodDescriptor(name=7, method="x", description=""),  # type: ignore[arg-type]
+            ArtifactMethodDescriptor(name="artifact_odd", method="head", description="odd"),
+        )
+
+    class Stringy(Odd):
+        tool_methods = "artifact_tail"  # type: ignore[assignment]
+
+    class Computed(Stringy):
+        @property
+        def tool_methods(self) -> tuple[ArtifactMethodDescriptor, ...]:  # type: ignore[override]
+            raise RuntimeError("a property is never read")
+
+    class Nothing(SpooledArtifact):
+        tool_methods = None  # type: ignore[assignment]
+
+    for cls in (Odd, Stringy, Computed):
+        names = [d.name for d in effective_tool_methods(cls)]
+        assert names[0] == "artifact_odd" and len(names) == 8
+    assert len(effective_tool_methods(Nothing)) == 7
+    assert effective_tool_methods(None) == ()  # type: ignore[arg-type]
+    assert effective_tool_methods("SpooledArtifact") == ()  # type: ignore[arg-type]
+
+
 def test_memory_handles_round_trip_through_the_registry() -> None:
     """An in-memory artifact persists as a handle carrying its bytes and reopens as its class."""
     art = SpooledJsonArtifact.from_value({"a": [1, 2]})

@@ -116,7 +116,7 @@ def test_edit_before_add_is_lost_and_reported_only_if_node_missing() -> None:
         op_id="z",
         actor_id="alice",
         lamport=10,
-        at="t",
+        at="2026-01-01T00:00:00Z",
         node=CallNode(id="late", definition=CallDefinition(tool="t")),
     )
     ghost = a.set_field("ghost", "args.x", 1)
@@ -158,10 +158,12 @@ def test_readding_a_node_keeps_its_position() -> None:
 def test_conflicting_ops_resolve_deterministically() -> None:
     """Two different ops with one identity: one is kept, the same one in any order."""
     one = SetNodeFieldOp(
-        op_id="x", actor_id="a", lamport=99, at="t", node_id="fetch", path="args.city", value="A"
+        op_id="x", actor_id="a", lamport=99, at="2026-01-01T00:00:00Z", node_id="fetch",
+        path="args.city", value="A",
     )
     two = SetNodeFieldOp(
-        op_id="x", actor_id="a", lamport=99, at="t", node_id="fetch", path="args.city", value="B"
+        op_id="x", actor_id="a", lamport=99, at="2026-01-01T00:00:00Z", node_id="fetch",
+        path="args.city", value="B",
     )
     v1, i1 = fold_ops("p", [*BASE, one, two])
     v2, i2 = fold_ops("p", [*BASE, two, one])

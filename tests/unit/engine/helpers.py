@@ -10,7 +10,6 @@ from orchestration.predicates.structured import StructuredCell
 from orchestration.routes import branch_key
 from orchestration.run.expand import LogExpander
 from orchestration.run.log import LogEntry
-from orchestration.runs import fold_run
 from orchestration.types import (
     EdgeTaken,
     FrameRef,
@@ -20,8 +19,8 @@ from orchestration.types import (
     RawPlanView,
     RunEvent,
     RunInterrupted,
-    RunSettled,
     RunProjection,
+    RunSettled,
     RunStarted,
 )
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from orchestration.encoding import NodeRef
-from orchestration.engine import Dispatch, Failed, RunEngine, SettleResult, Succeeded
+from orchestration.engine import Dispatch, Failed, SettleResult, Succeeded
 from orchestration.errors import InvalidRunInputError
 from orchestration.runs import fold_run
 from orchestration.testing import FakeToolbox, PlanSketch, run_in_process

@@ -94,7 +94,7 @@ def test_depth_limit_refuses_deeper_nesting() -> None:
     for _ in range(MAX_PREDICATE_DEPTH):
         at_limit = {"not": at_limit}
     parse_structured_predicate(at_limit)
-    with pytest.raises(ValueError, match="deeper than 256"):
+    with pytest.raises(ValueError, match="nests 257 levels deep, deeper than the 256 allowed"):
         parse_structured_predicate({"not": at_limit})
 
 
@@ -258,11 +258,15 @@ def test_predicates_package_surface_is_pinned() -> None:
     assert sorted(predicates.__all__) == [
         "CEL_INSTALL",
         "CelCell",
+        "CellEvaluationError",
+        "JEXL_INSTALL",
+        "JexlCell",
         "LEGAL_OPS",
         "LUA_INSTALL",
         "LuaCell",
         "LuaMemoryExceeded",
         "MAX_PREDICATE_DEPTH",
+        "PredicateLimitExceeded",
         "StructuredCell",
         "StructuredPredicate",
         "evaluate_predicate",

@@ -17,7 +17,8 @@ READ = [{"capability": "text", "scope": "*", "verb": "read"}]
 
 async def make_orch(**kwargs: Any) -> Orchestration:
     kwargs.setdefault("templates", TEMPLATES)
-    return await create_orchestration(store=MemoryPlanStore(), invocable=TOOLS, **kwargs)
+    kwargs.setdefault("invocable", TOOLS)
+    return await create_orchestration(store=MemoryPlanStore(), **kwargs)
 
 
 class Caller:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import re
 
 import pytest
 
@@ -207,5 +209,56 @@ async def test_outline_reads_phases_with_verbatim_ids() -> None:
     assert (await call("add_node", planId=plan_id, node=node)).ok
     outline = await call("plan_outline", planId=plan_id)
     assert "  · work [up] tools: upper — work: 1 node(s)" in outline.text
-    assert outline.data["phases"][0]["issueCount"] == 1  # unreachable
+    assert outline.data["phases"][0]["issueCount"] == 2  # unreachable_node, unreachable_call
     assert outline.data["unphased"]["nodeIds"] == ["entry"]
+
+
+async def test_live_values_in_tool_arguments_are_staged_as_themselves() -> None:
+    """A Python host may hand a tool a datetime, a pattern, a set: each is staged as that value."""
+    orch = await make_orch()
+    call = Caller(orch.tools("authoring"))
+    plan_id = await _plan(call)
+    when = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
+    pattern = re.compile("^a+$", re.IGNORECASE)
+    node = call_node("up", args={"s": "x", "when": when, "match": pattern, "ids": (1, 2)})
+    added = await call("add_node", planId=plan_id, node=node)
+    assert added.ok, added.text
+    config = call_node("up", args={"s": "x", "when": when, "tags": {"b", "a"}})["definition"]
+    configured = await call("set_node_config", planId=plan_id, nodeId="up",
+                            definition={"kind": "call", "definition": config})
+    assert configured.ok, configured.text
+    set_ = await call("set_node_field", planId=plan_id, nodeId="up", path="args.match",
+                      value=pattern)
+    assert set_.ok, set_.text
+    view = (await orch.store.fold(plan_id)).view
+    up = view.node("up")
+    assert up is not None and isinstance(up.definition, CallDefinition)
+    assert up.definition.args == {"s": "x", "when": when, "tags": {"a", "b"}, "match": pattern}
+    refused = await call("set_node_field", planId=plan_id, nodeId="up", path="args.bad",
+                         value=object())
+    assert not refused.ok and refused.code == "unencodable_value", refused.text
+
+
+async def test_list_tools_shows_each_tools_shape_and_freeze_checks_it() -> None:
+    """An authoring model reads each tool's signature, and a misspelt argument is refused."""
+    from workers.example_tools import TOOLBOX
+
+    orch = await make_orch(invocable=TOOLBOX, templates=())
+    tools = orch.tools("authoring")
+    call = Caller(tools)
+    listed = await call("list_tools")
+    assert listed.ok and "  · files.list(dir: string) -> text" in listed.text
+    by_name = {t["name"]: t for t in listed.data["tools"]}
+    assert by_name["files.write"]["inputSchema"]["required"] == ["path", "text"]
+    assert "files.list(dir: string)" in tools["add_node"].description
+
+    plan_id = await _plan(call)
+    node = call_node("scan", tool="files.list", args={"dirr": "/tmp"},
+                     authority=[{"capability": "files", "scope": "/tmp", "verb": "list"}])
+    assert (await call("add_node", planId=plan_id, node=node)).ok
+    assert (await call("connect_nodes", planId=plan_id, edge={"from": "entry", "to": "scan"})).ok
+    refused = await call("submit_plan", planId=plan_id)
+    assert refused.code == "freeze_refused"
+    (issue,) = refused.data["issues"]
+    assert issue["code"] == "unknown_argument" and issue["nodeId"] == "scan"
+    assert 'did you mean "dir"?' in issue["message"]

@@ -49,6 +49,9 @@ async def test_instantiation_refusals_name_the_fix() -> None:
     bad = await call("instantiate_plan", template="research", args={**GOOD_ARGS, "depth": "deep"})
     assert bad.code == "invalid_args"
     assert 'Param "depth" has the wrong type: expected a finite number, got "deep".' in bad.text
+    extra = await call("instantiate_plan", template="research", args={**GOOD_ARGS, "colour": 1})
+    assert extra.code == "invalid_args"
+    assert 'Arg "colour" is not a param of this template' in extra.text
     tagged = await call("instantiate_plan", template="research",
                         args={**GOOD_ARGS, "topic": {"$ref": {"node": "x"}}})
     assert tagged.code == "undecodable_value"

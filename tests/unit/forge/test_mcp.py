@@ -10,7 +10,7 @@ from mcp import Client
 
 from orchestration.mcp_server import build_mcp_server
 
-from .helpers import READ, call_node, make_orch
+from .helpers import call_node, make_orch
 
 pytestmark = pytest.mark.asyncio
 
@@ -28,7 +28,7 @@ async def test_tools_are_listed_with_schemas_and_hints() -> None:
     async with Client(server, mode="legacy") as client:
         listed = await client.list_tools()
     by_name = {tool.name: tool for tool in listed.tools}
-    assert len(by_name) == 20
+    assert len(by_name) == 21
     assert by_name["plan_outline"].annotations is not None
     assert by_name["plan_outline"].annotations.read_only_hint is True
     assert by_name["add_node"].annotations.read_only_hint is False  # type: ignore[union-attr]
@@ -48,16 +48,18 @@ async def test_an_agent_builds_freezes_and_submits_through_mcp() -> None:
         assert not created.is_error
         plan_id = created.structured_content["data"]["planId"]  # type: ignore[index]
         await call("add_node", planId=plan_id, node={"id": "entry", "kind": "entry"})
-        await call("add_node", planId=plan_id, node=call_node("up", authority=[]))
+        up = call_node("up")
+        del up["definition"]["onIndeterminate"]
+        await call("add_node", planId=plan_id, node=up)
         await call("connect_nodes", planId=plan_id, edge={"from": "entry", "to": "up"})
 
         refused = await call("submit_plan", planId=plan_id)
         assert refused.is_error
         assert refused.structured_content["code"] == "freeze_refused"  # type: ignore[index]
-        assert "(blocking) missing_authority [node up]" in _text(refused)
+        assert "(blocking) missing_on_indeterminate [node up]" in _text(refused)
 
-        fixed = await call("set_node_field", planId=plan_id, nodeId="up", path="authority",
-                           value=READ)
+        fixed = await call("set_node_field", planId=plan_id, nodeId="up",
+                           path="onIndeterminate", value="retry")
         assert not fixed.is_error, _text(fixed)
         submitted = await call("submit_plan", planId=plan_id)
         assert not submitted.is_error, _text(submitted)
@@ -83,3 +85,18 @@ async def test_the_front_tier_over_mcp() -> None:
         )
     assert not made.is_error, _text(made)
     assert made.structured_content["data"]["template"] == "research"  # type: ignore[index]
+
+
+async def test_an_mcp_client_reads_the_tools_a_plan_may_call_with_their_shapes() -> None:
+    """list_tools over MCP: each allowed tool's signature and input schema."""
+    from workers.example_tools import TOOLBOX
+
+    orch = await make_orch(invocable=TOOLBOX, templates=())
+    server = build_mcp_server(orch.tools("authoring"))
+    async with Client(server, mode="legacy") as client:
+        listed = await client.call_tool("list_tools", {})
+    assert not listed.is_error
+    assert "files.write(path: string, text: string) -> text" in _text(listed)
+    tools = listed.structured_content["data"]["tools"]  # type: ignore[index]
+    assert [t["name"] for t in tools] == list(TOOLBOX.names())
+    assert tools[0]["inputSchema"]["properties"] == {"dir": {"type": "string"}}

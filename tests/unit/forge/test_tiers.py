@@ -28,6 +28,7 @@ AUTHORING = [
     "get_plan",
     "validate_plan",
     "plan_status",
+    "list_tools",
     "plan_outline",
     "plan_read",
     "raw_plan",
@@ -79,7 +80,7 @@ async def test_graph_tools_teach_the_grammar_and_name_the_allowlist() -> None:
     orch = await make_orch()
     text = orch.tools("authoring")["add_node"].description
     assert "NODE GRAMMAR" in text and "branch → match | no_match | default | error" in text
-    assert "notify, search, stamp, upper, vet" in text
+    assert "notify; search; stamp; upper; vet" in text
 
 
 async def test_exports_in_openai_and_anthropic_formats() -> None:

@@ -1,13 +1,9 @@
-"""The CEL cell: verdicts with evidence, safe fallbacks, and the package-missing refusal."""
+"""The CEL cell: its value conversions and safe fallbacks (the shared cell properties are in
+test_source_cells)."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import subprocess
-import sys
-
-import pytest
 
 from orchestration.contracts import BranchVerdict, SelectVerdict
 from orchestration.predicates import CelCell
@@ -54,27 +50,3 @@ def test_errors_give_the_safe_verdict_with_the_error_as_evidence() -> None:
         judgement = CELL.decide(branch(source, "cel"), CTX)
         assert judgement.verdict == BranchVerdict(matched=False), source
         assert reason in judgement.evidence["error"], judgement.evidence
-
-
-def test_validate_refuses_non_strings_and_syntax_errors() -> None:
-    """Only a CEL source string is accepted, and it must parse."""
-    with pytest.raises(ValueError, match="SOURCE STRING"):
-        asyncio.run(CELL.validate(branch({"path": "x"}, "cel")))
-    with pytest.raises(ValueError, match="not valid CEL"):
-        asyncio.run(CELL.validate(branch("stats.count >", "cel")))
-    asyncio.run(CELL.validate(branch("stats.count > 1", "cel")))
-
-
-def test_a_missing_package_fails_load_with_the_install_command() -> None:
-    """Without cel-expr-python, load() raises E_ORCH_CELL_UNAVAILABLE naming how to install it."""
-    probe = (
-        "import sys, asyncio; sys.modules['cel_expr_python'] = None\n"
-        "from orchestration.predicates import CelCell\n"
-        "try:\n    asyncio.run(CelCell().load())\n"
-        "except Exception as e:\n    print(type(e).__name__, e.code, e.message)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.startswith("CellUnavailableError E_ORCH_CELL_UNAVAILABLE")
-    assert "pip install 'orchestration[cel]'" in out

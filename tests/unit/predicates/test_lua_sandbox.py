@@ -1,16 +1,14 @@
-"""The Lua cell's sandbox: nothing reaches the host, loops stop within budget, memory is capped."""
+"""The Lua cell's sandbox: nothing reaches the host, loops stop at the budget, memory is capped."""
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 
 import pytest
 
 from orchestration.contracts import BranchVerdict, SelectVerdict
-from orchestration.predicates import LuaCell, LuaMemoryExceeded
+from orchestration.predicates import LuaCell, LuaMemoryExceeded, PredicateLimitExceeded
 
 from .helpers import branch, context, select
 
@@ -37,6 +35,7 @@ def test_outputs_and_ctx_are_readable() -> None:
     assert judge("return 0")[0].verdict.matched  # 0 is true in Lua
     assert not judge("return nil")[0].verdict.matched
     assert judge("return outputs.entry.n")[0].evidence == {"cell": "lua", "result": 3}
+    assert judge("return {}")[0].evidence == {"cell": "lua", "result": "<table>"}
 
 
 @pytest.mark.parametrize(
@@ -51,12 +50,13 @@ def test_outputs_and_ctx_are_readable() -> None:
         "local t = {} for i = 1, 1e9 do t[#t % 10 + 1] = i end",
     ],
 )
-def test_loops_stop_within_the_budget_even_under_pcall(source: str) -> None:
-    """Infinite and pcall/xpcall-wrapped loops end with the budget error, quickly."""
-    judgement, elapsed = judge(source)
-    assert judgement.verdict == BranchVerdict(matched=False)
-    assert "instruction budget exceeded" in judgement.evidence["error"]
-    assert elapsed < 2.0
+def test_loops_stop_at_the_budget_even_under_pcall(source: str) -> None:
+    """Infinite and pcall/xpcall-wrapped loops raise the budget error (not a verdict), quickly."""
+    started = time.monotonic()
+    with pytest.raises(PredicateLimitExceeded, match="instruction budget exceeded") as raised:
+        CELL.decide(branch(source, "lua"), CTX)
+    assert raised.value.limit == "instructions" and raised.value.code == "predicate_limit_exceeded"
+    assert time.monotonic() - started < 2.0
 
 
 @pytest.mark.parametrize(
@@ -72,12 +72,35 @@ def test_memory_bombs_hit_the_ceiling(source: str) -> None:
         CELL.decide(branch(source, "lua"), CTX)
 
 
-def test_one_shot_string_bombs_are_refused() -> None:
-    """A single huge allocation is refused; under pcall it fails and the ceiling still holds."""
-    refused("return #string.rep('x', 1e10)", "too large")
-    judgement, _ = judge("local ok = pcall(string.rep, 'x', 1e8) return ok")
-    assert judgement.verdict == BranchVerdict(matched=False)
-    assert judgement.evidence == {"cell": "lua", "result": False}
+@pytest.mark.parametrize(
+    "source",
+    [
+        "return #string.rep('x', 1e10)",
+        "local ok = pcall(string.rep, 'x', 1e8) return ok",
+        "return #string.rep('', 1 << 62)",
+        "return table.move({}, 1, 1 << 40, 2)",
+        "return table.concat({}, ',', 1, 1 << 40)",
+        "return table.unpack({}, 1, 1 << 40)",
+        "local t = {} for i = 1, 2000 do t[i] = i end "
+        "for i = 1, 1e6 do table.insert(t, 1, i) table.remove(t, 1) end",
+    ],
+)
+def test_library_calls_charge_their_work_to_the_budget(source: str) -> None:
+    """Work inside a library call counts: a one-shot bomb exhausts the budget before it runs,
+    and pcall cannot swallow that."""
+    started = time.monotonic()
+    with pytest.raises(PredicateLimitExceeded, match="instruction budget exceeded"):
+        CELL.decide(branch(source, "lua"), CTX)
+    assert time.monotonic() - started < 2.0
+
+
+def test_ordinary_library_use_stays_within_the_budget() -> None:
+    """The charges are proportional: everyday string and table work is not refused."""
+    judgement, _ = judge(
+        "local t = {} for i = 1, 100 do t[#t + 1] = string.rep('ab', 10) end "
+        "return #table.concat(t, ',') == 2099 and ('x'):upper() == 'X'"
+    )
+    assert judgement.verdict == BranchVerdict(matched=True), judgement.evidence
 
 
 @pytest.mark.parametrize(
@@ -132,24 +155,5 @@ def test_select_takes_an_exact_case_label() -> None:
 
 
 def test_validate_checks_syntax_without_running() -> None:
-    """A syntax error is refused at freeze; valid code is not executed by validate."""
-    with pytest.raises(ValueError, match="not valid Lua"):
-        asyncio.run(CELL.validate(branch("return (", "lua")))
+    """A syntax check runs nothing: a predicate that would loop for ever passes validate."""
     asyncio.run(CELL.validate(branch("while true do end", "lua")))
-    with pytest.raises(ValueError, match="SOURCE STRING"):
-        asyncio.run(CELL.validate(branch({"path": "x"}, "lua")))
-
-
-def test_a_missing_package_fails_load_with_the_install_command() -> None:
-    """Without lupa, load() raises E_ORCH_CELL_UNAVAILABLE naming how to install it."""
-    probe = (
-        "import sys, asyncio; sys.modules['lupa'] = None; sys.modules['lupa.lua54'] = None\n"
-        "from orchestration.predicates import LuaCell\n"
-        "try:\n    asyncio.run(LuaCell().load())\n"
-        "except Exception as e:\n    print(type(e).__name__, e.code, e.message)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.startswith("CellUnavailableError E_ORCH_CELL_UNAVAILABLE")
-    assert "pip install 'orchestration[lua]'" in out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestration.contracts import BranchVerdict, SelectVerdict
-from orchestration.predicates import CelCell, LuaCell
+from orchestration.predicates import CelCell, JexlCell, LuaCell
 from orchestration.predicates.verdicts import safe_verdict, select_verdict
 
 from .helpers import branch, context, select
@@ -14,9 +14,10 @@ CTX = context(entry={"n": 1})
 # Per cell: a source yielding the number 1, one yielding the string "1", one that fails.
 SOURCES = {
     "cel": ("1", "'1'", "elsewhere.n"),
+    "jexl": ("1", "'1'", "entry.n + 'a'"),
     "lua": ("return 1", "return '1'", "error('no')"),
 }
-CELLS = {"cel": CelCell(), "lua": LuaCell()}
+CELLS = {"cel": CelCell(), "jexl": JexlCell(), "lua": LuaCell()}
 
 
 @pytest.mark.parametrize("cell_id", sorted(CELLS))

@@ -111,10 +111,13 @@ def check(
     *,
     tools: Any = TOOLS,
     cells: Sequence[Any] | None = None,
+    strict_authority: bool = False,
 ) -> list[PlanIssue]:
     """Fold and validate; fold issues come first."""
     view, fold_issues = fold_ops("p", ops)
-    return check_view(view, tools=tools, cells=cells, fold_issues=fold_issues)
+    return check_view(
+        view, tools=tools, cells=cells, fold_issues=fold_issues, strict_authority=strict_authority
+    )
 
 
 def check_view(
@@ -123,8 +126,11 @@ def check_view(
     tools: Any = TOOLS,
     cells: Sequence[Any] | None = None,
     fold_issues: Sequence[PlanIssue] = (),
+    strict_authority: bool = False,
 ) -> list[PlanIssue]:
-    inputs = FreezeInputs(tools, tuple(cells if cells is not None else (FakeCell(),)))
+    inputs = FreezeInputs(
+        tools, tuple(cells if cells is not None else (FakeCell(),)), strict_authority
+    )
     return asyncio.run(validate(view, inputs, fold_issues=fold_issues))
 
 
@@ -248,4 +254,21 @@ def every_kind_ops(a: PlanAuthor | None = None) -> list[PlanOp]:
         a.edge("channel", "notify", "case_mail", edge_id="e_mail"),
         a.edge("channel", "save", "case_file", edge_id="e_file"),
         a.edge("channel", "archive", "default", edge_id="e_default"),
+    ]
+
+
+def fan_in_ops(evaluator: str, predicate: Any) -> list[PlanOp]:
+    """entry → left, entry → right, both → gate: `left` runs before gate on one route only."""
+    from orchestration.types import NumberField
+
+    a = author()
+    return [
+        a.entry(),
+        call(a, "left", output=[NumberField(path="n")]),
+        call(a, "right", output=[NumberField(path="n")]),
+        a.branch("gate", evaluator=evaluator, predicate=predicate),
+        a.edge("entry", "left", edge_id="e1"),
+        a.edge("entry", "right", edge_id="e2"),
+        a.edge("left", "gate", edge_id="e3"),
+        a.edge("right", "gate", edge_id="e4"),
     ]

@@ -44,10 +44,19 @@ def test_retry_of_a_call_that_is_unsafe_to_repeat() -> None:
     assert issue.node_id == "work" and '"halt" or "skip"' in issue.message
 
 
-def test_missing_authority() -> None:
-    """A call claiming no authority is refused."""
+def test_missing_authority_is_advisory_by_default() -> None:
+    """A call claiming no authority freezes: one advisory names the node and the claims to add."""
     issue = only(check(_one_call(authority=[])), "missing_authority")
-    assert issue.node_id == "work" and "add at least one claim" in issue.message
+    assert issue.severity == "advisory" and issue.node_id == "work"
+    assert "potentially mutating" in issue.message and "add the claims" in issue.message
+
+
+def test_missing_authority_blocks_under_strict_authority() -> None:
+    """With the deployment's strict setting the same issue refuses the freeze, naming why."""
+    issue = only(check(_one_call(authority=[]), strict_authority=True), "missing_authority")
+    assert issue.severity == "blocking" and issue.node_id == "work"
+    assert "strict_authority" in issue.message and "add the claims" in issue.message
+    assert check(_one_call(), strict_authority=True) == []
 
 
 def test_media_cannot_feed_declared_fields() -> None:

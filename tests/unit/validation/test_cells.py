@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from .helpers import FakeCell, author, call, check, only
+from .helpers import FakeCell, author, call, check, fan_in_ops, only
 
 
 def _branch(predicate=None, evaluator="fake"):  # type: ignore[no-untyped-def]
+    from orchestration.types import BooleanField
+
     a = author()
-    return [a.entry(), a.branch("gate", evaluator=evaluator, predicate=predicate or {"ok": 1}),
+    return [a.entry(input=[BooleanField(path="urgent")]),
+            a.branch("gate", evaluator=evaluator, predicate=predicate or {"ok": 1}),
             call(a, "yes"), a.edge("entry", "gate", edge_id="e1"),
             a.edge("gate", "yes", "match", edge_id="e2")]
 
@@ -104,3 +107,12 @@ def test_lua_predicates_are_syntax_checked_at_freeze() -> None:
     assert check(_typed("return outputs.src.count > 1", evaluator="lua"), cells=[LuaCell()]) == []
     issue = only(check(_typed("return (", evaluator="lua"), cells=[LuaCell()]), "evaluator_error")
     assert "not valid Lua" in issue.message
+
+
+def test_cel_refuses_a_node_that_runs_on_only_some_routes() -> None:
+    """A node before the branch on one route of a fan-in is not readable: CEL refuses it."""
+    from orchestration.predicates import CelCell
+
+    issues = check(fan_in_ops("cel", "left.n > 1"), cells=[CelCell()])
+    assert any(i.code == "evaluator_error" and "undeclared reference to 'left.n'" in i.message
+               for i in issues), [i.message for i in issues]

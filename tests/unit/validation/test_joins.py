@@ -52,8 +52,13 @@ def test_nested_join() -> None:
     assert issue.node_id == "outer" and '"inner"' in issue.message
 
 
-def test_unreachable_join_is_only_unreachable() -> None:
-    """An unreachable join gets the reachability issue, not a diamond one."""
+def test_unreachable_join_has_no_fork() -> None:
+    """An unreachable join gets unreachable_node and the reference's join_no_fork, no more."""
     a = author()
     ops = [a.entry(), a.join("j")]
-    assert only(check(ops), "unreachable_node").node_id == "j"
+    issues = check(ops)
+    assert [(i.code, i.node_id, i.severity) for i in issues] == [
+        ("unreachable_node", "j", "blocking"),
+        ("join_no_fork", "j", "blocking"),
+    ]
+    assert "single ancestor opened" in issues[1].message

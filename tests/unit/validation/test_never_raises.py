@@ -167,7 +167,7 @@ def op_logs(draw: Any) -> list[Any]:
 
     def ident() -> dict[str, Any]:
         return {"op_id": f"op{next(counter)}", "actor_id": draw(st.sampled_from(["a", "b"])),
-                "lamport": draw(st.integers(0, 6)), "at": "t"}
+                "lamport": draw(st.integers(0, 6)), "at": "2026-01-01T00:00:00Z"}
 
     ops: list[Any] = []
     for _ in range(draw(st.integers(0, 18))):
@@ -230,18 +230,18 @@ def dags(draw: Any) -> list[Any]:
     names = [f"n{i}" for i in range(n)]
     counter = itertools.count(1)
     ops: list[Any] = [AddNodeOp(node=EntryNode(id="n0"), op_id="op0", actor_id="a", lamport=0,
-                                at="t")]
+                                at="2026-01-01T00:00:00Z")]
     for name in names[1:]:
         kind = draw(st.sampled_from(["call", "join", "join", "branch", "select", "reason"]))
         ops.append(AddNodeOp(node=_node(name, kind, data), op_id=f"op{next(counter)}",
-                             actor_id="a", lamport=1, at="t"))
+                             actor_id="a", lamport=1, at="2026-01-01T00:00:00Z"))
     for k in range(draw(st.integers(1, 3 * n))):
         i = draw(st.integers(0, n - 2))
         j = draw(st.integers(i + 1, n - 1))
         edge = PlanEdge.model_validate({"id": f"e{k}", "from": names[i], "to": names[j],
                                         "handle": draw(st.sampled_from(HANDLES))})
         ops.append(AddEdgeOp(edge=edge, op_id=f"op{next(counter)}", actor_id="a", lamport=2,
-                             at="t"))
+                             at="2026-01-01T00:00:00Z"))
     return ops
 
 

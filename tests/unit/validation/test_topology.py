@@ -139,8 +139,22 @@ def test_unreachable_node() -> None:
     """A node the entry cannot reach is refused: connect it or remove it."""
     a = author()
     ops = [a.entry(), call(a, "work"), call(a, "orphan"), a.edge("entry", "work", edge_id="e1")]
-    issue = only(check(ops), "unreachable_node")
+    issue = only(check(ops)[:1], "unreachable_node")
     assert issue.node_id == "orphan" and "connect it" in issue.message
+
+
+def test_an_unreachable_call_is_also_unreachable_call() -> None:
+    """As in the reference, a call the entry cannot reach gets unreachable_call beside it."""
+    a = author()
+    ops = [a.entry(), call(a, "work"), call(a, "orphan"), a.branch("lost", evaluator="fake",
+           predicate={"ok": 1}), a.edge("entry", "work", edge_id="e1")]
+    issues = check(ops)
+    assert [(i.code, i.node_id) for i in issues] == [
+        ("unreachable_node", "orphan"),
+        ("unreachable_call", "orphan"),
+        ("unreachable_node", "lost"),
+    ]
+    assert "can never run" in issues[1].message and "connect it or remove it" in issues[1].message
 
 
 def test_branch_cell_is_consulted_only_when_wired() -> None:
