@@ -48,6 +48,11 @@ from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_sli
 from orchestration.predicates.structured import StructuredCell
 from orchestration.raw import Revision, raw_diff, raw_ops
 from orchestration.render import Audience, render_diff, render_plan
+from orchestration.run.expand import expand_log
+from orchestration.run.host import InProcessRuns, RunHost
+from orchestration.run.log import LogEntry
+from orchestration.run.work import FrameWork
+from orchestration.runs import fold_run
 from orchestration.store.base import PlanStore, TransitionRefused, TransitionRequest
 from orchestration.templates import (
     InstantiateOk,
@@ -58,12 +63,15 @@ from orchestration.templates import (
     instantiate_template,
     validate_template,
 )
+from orchestration.toolbox import Toolbox
 from orchestration.types import (
     ApprovalRecord,
     PlanDiff,
     PlanIssue,
     PlanOp,
     RawPlanView,
+    RunEvent,
+    RunProjection,
     WireModel,
 )
 from orchestration.validation import (
@@ -146,6 +154,7 @@ async def create_orchestration(
     evaluators: Sequence[PredicateEvaluator] = (),
     templates: Sequence[PlanTemplate] = (),
     strict_authority: bool = False,
+    runs: RunHost | None = None,
 ) -> Orchestration:
     """Assemble the facade, loading every cell and checking every template first.
 
@@ -156,6 +165,9 @@ async def create_orchestration(
             (which is always wired; a cell with id ``structured`` replaces it).
         templates: The plan shapes a model may instantiate; each is checked here (see
             :func:`~orchestration.templates.validate_template`).
+        runs: Where runs happen: the in-process host by default (over ``invocable`` when it is
+            a :class:`~orchestration.toolbox.Toolbox`, and these cells), or a client of
+            Temporal workers (``workers.runs.TemporalRuns``).
         strict_authority: Refuse to freeze a call that claims no authority. Off by default:
             the contract allows ``authority: []``, so freeze reports ``missing_authority`` as
             an advisory and the operator view marks such a call as potentially mutating. On,
@@ -171,9 +183,7 @@ async def create_orchestration(
     cells = merge_evaluators((StructuredCell(),), evaluators)
     for cell in cells:
         await cell.load()
-    inputs = FreezeInputs(
-        invocable=invocable, evaluators=cells, strict_authority=strict_authority
-    )
+    inputs = FreezeInputs(invocable=invocable, evaluators=cells, strict_authority=strict_authority)
     registry: dict[str, PlanTemplate] = {}
     for template in templates:
         if template.id in registry:
@@ -191,7 +201,7 @@ async def create_orchestration(
         if issues:
             raise InvalidTemplateError(template.id, tuple(issues))
         registry[template.id] = template
-    return Orchestration(store, inputs, registry)
+    return Orchestration(store, inputs, registry, runs=runs)
 
 
 class Orchestration:
@@ -202,11 +212,18 @@ class Orchestration:
         store: PlanStore,
         inputs: FreezeInputs,
         templates: Mapping[str, PlanTemplate] | None = None,
+        *,
+        runs: RunHost | None = None,
     ) -> None:
         self._store = store
         self._inputs = inputs
         self._templates: dict[str, PlanTemplate] = dict(templates or {})
         self.raw = RawViews(store)
+        invocable = inputs.invocable
+        toolbox = invocable if isinstance(invocable, Toolbox) else None
+        self.runs: RunHost = runs or InProcessRuns(
+            store, FrameWork(toolbox, cells=list(inputs.evaluators))
+        )
 
     @property
     def store(self) -> PlanStore:
@@ -217,6 +234,54 @@ class Orchestration:
     def inputs(self) -> FreezeInputs:
         """The configured allowlist and cells."""
         return self._inputs
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def execute_plan(
+        self,
+        plan_id: str,
+        run_input: Mapping[str, Any] | None = None,
+        *,
+        resume_run_id: str | None = None,
+    ) -> RunProjection:
+        """Run (or resume) the plan's one run to its end; the projection of its whole log.
+
+        Everything that can refuse is checked before the run is claimed (the plan's state, its
+        approval, the run input), so a refusal leaves the plan runnable. Host-specific options
+        (per-run cells and ``on_halt`` in process, ``settings`` on Temporal) are on
+        :attr:`runs` itself.
+
+        Raises:
+            RunRefusedError: with the code saying why nothing ran.
+
+        """
+        return await self.runs.execute(plan_id, dict(run_input or {}), resume_run_id=resume_run_id)
+
+    async def start_plan(
+        self,
+        plan_id: str,
+        run_input: Mapping[str, Any] | None = None,
+        *,
+        resume_run_id: str | None = None,
+    ) -> Any:
+        """Start (or resume) the plan's one run and return the host's handle at once.
+
+        In process, a :class:`~orchestration.run.host.LocalRun` (stop, cancel, resolve, wait);
+        on Temporal, the workflow handle.
+        """
+        return await self.runs.start(plan_id, dict(run_input or {}), resume_run_id=resume_run_id)
+
+    async def run_log(self, plan_id: str) -> list[LogEntry]:
+        """The run's compact log as the plan store holds it."""
+        return await self._store.read_run_log(plan_id)
+
+    async def run_events(self, plan_id: str) -> list[RunEvent]:
+        """The run's log as the contract's ``RunEvent`` list (from the plan store)."""
+        return expand_log(await self.run_log(plan_id))
+
+    async def run_projection(self, plan_id: str) -> RunProjection:
+        """``fold_run`` of the run's log in the plan store."""
+        return fold_run(await self.run_events(plan_id))
 
     # -- freeze ------------------------------------------------------------------------------
 
@@ -253,9 +318,7 @@ class Orchestration:
             return FreezeResult(ok=False, issues=tuple(issues))
         result = await self._store.transition(
             plan_id,
-            TransitionRequest(
-                from_="editable", to="reviewable", expected_digest=fold.view.digest
-            ),
+            TransitionRequest(from_="editable", to="reviewable", expected_digest=fold.view.digest),
         )
         if isinstance(result, TransitionRefused):
             issues.append(_transition_rejected(result))
@@ -412,9 +475,7 @@ class Orchestration:
         issues = await self._validate(fold, None) if with_issues else None
         return render_plan(fold.view, audience, issues)
 
-    async def render_diff(
-        self, plan_id: str, a: Revision, b: Revision = "current"
-    ) -> str:
+    async def render_diff(self, plan_id: str, a: Revision, b: Revision = "current") -> str:
         """What changed between two revisions, as prose for re-review."""
         return render_diff(await self.raw.diff(plan_id, a, b))
 

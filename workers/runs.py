@@ -156,8 +156,7 @@ class TemporalRuns:
         except WorkflowAlreadyStartedError as exc:
             raise RunRefusedError(
                 "run_already_settled",
-                f"the workflow {workflow_id!r} already ran and completed; a plan runs at most "
-                "once",
+                f"the workflow {workflow_id!r} already ran and completed; a plan runs at most once",
                 workflow_id,
             ) from exc
 
@@ -185,10 +184,17 @@ class TemporalRuns:
                 await self.store.append_run_log(plan_id, workflow_id, offset, entries)
 
     async def execute(
-        self, plan_id: str, run_input: dict[str, Any], **kwargs: Any
+        self,
+        plan_id: str,
+        run_input: dict[str, Any],
+        *,
+        resume_run_id: str | None = None,
+        settings: RunSettings | None = None,
     ) -> RunProjection:
         """Start the run, wait for it to end, and return the projection of its whole log."""
-        handle = await self.start(plan_id, run_input, **kwargs)
+        handle = await self.start(
+            plan_id, run_input, resume_run_id=resume_run_id, settings=settings
+        )
         try:
             await handle.result()
         except WorkflowFailureError:

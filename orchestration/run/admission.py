@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestration.approval import authority_set
+from orchestration.approval import authority_refusal
 from orchestration.contracts import PredicateEvaluator
 from orchestration.errors import InvalidRunInputError, RunRefusedError
 from orchestration.run_input import check_run_input
@@ -42,7 +42,8 @@ class Admitted:
 def approval_problem(view: RawPlanView, approval: ApprovalRecord) -> str | None:
     """Why ``approval`` does not approve exactly ``view``, or ``None``.
 
-    The authority set is compared as a set (ruling 26): any order of the canonical claims.
+    The authority set is compared as a set (ruling 26), by the approval gate's own comparison
+    (:func:`~orchestration.approval.authority_refusal`).
     """
     if approval.plan_id != view.plan_id:
         return f"the approval is for plan {approval.plan_id!r}, not {view.plan_id!r}"
@@ -51,11 +52,8 @@ def approval_problem(view: RawPlanView, approval: ApprovalRecord) -> str | None:
             f"the approval binds digest {approval.digest}, but the plan's digest is "
             f"{view.digest}"
         )
-    wanted = authority_set(view)
-    given = sorted(approval.authority_set, key=lambda c: (c.capability, c.scope, c.verb))
-    if given != sorted(wanted, key=lambda c: (c.capability, c.scope, c.verb)):
-        return "the approval's authority set differs from the plan's canonical authority set"
-    return None
+    refusal = authority_refusal(view, approval)
+    return None if refusal is None else refusal.message
 
 
 async def admit(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from orchestration.contracts import PredicateEvaluator
 from orchestration.engine import RunEngine
@@ -40,7 +40,28 @@ from orchestration.runs import fold_run
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.types import OperatorStop, RunProjection, TurnAbort
 
-__all__ = ["InProcessRuns", "LocalRun"]
+__all__ = ["InProcessRuns", "LocalRun", "RunHost"]
+
+
+@runtime_checkable
+class RunHost(Protocol):
+    """Where a plan's run happens: in this process, or on Temporal workers.
+
+    :class:`InProcessRuns` and ``workers.runs.TemporalRuns`` both admit, start, resume and
+    read runs through this one surface (the facade's ``execute_plan`` calls it).
+    """
+
+    async def start(
+        self, plan_id: str, run_input: dict[str, Any], *, resume_run_id: str | None = None
+    ) -> Any:
+        """Admit and start (or resume) the plan's one run; the host's handle."""
+        ...
+
+    async def execute(
+        self, plan_id: str, run_input: dict[str, Any], *, resume_run_id: str | None = None
+    ) -> RunProjection:
+        """Start (or resume) the run and wait for its end; its projection."""
+        ...
 
 
 class _Writer:
@@ -270,10 +291,15 @@ class InProcessRuns:
         self,
         plan_id: str,
         run_input: Mapping[str, Any] | None = None,
-        **options: Any,
+        *,
+        resume_run_id: str | None = None,
+        cells: Sequence[PredicateEvaluator] = (),
+        on_halt: Callable[[Any], Decision | None] | None = None,
     ) -> RunProjection:
         """Start (or resume) the run and wait for it to settle; its projection."""
-        run = await self.start(plan_id, run_input, **options)
+        run = await self.start(
+            plan_id, run_input, resume_run_id=resume_run_id, cells=cells, on_halt=on_halt
+        )
         return await run.wait()
 
 

@@ -39,6 +39,7 @@ def agent_toolbox() -> Toolbox:
     tools.add(artifact_tools.TOOLBOX.get("json.report"))
     return tools
 
+
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 ORCH = str(Path(sys.executable).parent / "orch")
@@ -48,8 +49,14 @@ STRING = [{"path": "value", "type": "string"}]
 
 
 def _call(node_id: str, tool: str, args: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    definition = {"tool": tool, "args": args, "output": STRING, "replaySafe": True,
-                  "onIndeterminate": "retry", **fields}
+    definition = {
+        "tool": tool,
+        "args": args,
+        "output": STRING,
+        "replaySafe": True,
+        "onIndeterminate": "retry",
+        **fields,
+    }
     return {"id": node_id, "kind": "call", "definition": definition}
 
 
@@ -57,26 +64,51 @@ class ScriptedModel:
     """Decides every tool call from the plan it wants and the results it reads back."""
 
     DRAFT = [
-        {"id": "entry", "kind": "entry",
-         "definition": {"input": [{"path": "s", "type": "string"}]}},
+        {
+            "id": "entry",
+            "kind": "entry",
+            "definition": {"input": [{"path": "s", "type": "string"}]},
+        },
         _call("left", "upper", {"s": {"$ref": {"node": "entry", "path": "s"}}}, authority=READ),
         _call("right", "stamp", {}, authority=READ, onMissingValue="fail"),
-        {"id": "report", "kind": "call",
-         "definition": {"tool": "json.report", "args": {}, "output": [
-             {"path": "count", "type": "number"}], "replaySafe": True,
-             "onIndeterminate": "retry", "authority": READ, "onMissingValue": "fail"}},
-        {"id": "names", "kind": "transform",
-         "definition": {"source": {"$ref": {"node": "report"}},
-                        "steps": [{"name": "artifact_json_filter",
-                                   "args": {"path": "$.files[*].name"}}],
-                        "emit": {"as": "value", "field": "names"},
-                        "output": [{"path": "names", "type": "string"}]}},
+        {
+            "id": "report",
+            "kind": "call",
+            "definition": {
+                "tool": "json.report",
+                "args": {},
+                "output": [{"path": "count", "type": "number"}],
+                "replaySafe": True,
+                "onIndeterminate": "retry",
+                "authority": READ,
+                "onMissingValue": "fail",
+            },
+        },
+        {
+            "id": "names",
+            "kind": "transform",
+            "definition": {
+                "source": {"$ref": {"node": "report"}},
+                "steps": [{"name": "artifact_json_filter", "args": {"path": "$.files[*].name"}}],
+                "emit": {"as": "value", "field": "names"},
+                "output": [{"path": "names", "type": "string"}],
+            },
+        },
         {"id": "both", "kind": "join"},
-        {"id": "decide", "kind": "branch",
-         "definition": {"evaluator": "structured",
-                        "predicate": {"path": "entry:.s", "op": "eq", "value": "hello"}}},
-        _call("shout", "upper", {"s": {"$ref": {"node": "left", "path": "value"}}},
-              onMissingValue="fail"),
+        {
+            "id": "decide",
+            "kind": "branch",
+            "definition": {
+                "evaluator": "structured",
+                "predicate": {"path": "entry:.s", "op": "eq", "value": "hello"},
+            },
+        },
+        _call(
+            "shout",
+            "upper",
+            {"s": {"$ref": {"node": "left", "path": "value"}}},
+            onMissingValue="fail",
+        ),
         _call("quiet", "stamp", {}, authority=READ, onMissingValue="fail"),
     ]
     EDGES = [
@@ -113,8 +145,11 @@ class ScriptedModel:
         for node in self.DRAFT:
             await self.call("add_node", planId=plan_id, node=node)
         for source, target, handle in self.EDGES:
-            await self.call("connect_nodes", planId=plan_id,
-                            edge={"from": source, "to": target, "handle": handle})
+            await self.call(
+                "connect_nodes",
+                planId=plan_id,
+                edge={"from": source, "to": target, "handle": handle},
+            )
         rounds: list[list[str]] = []
         while True:
             submitted = await self.call("submit_plan", planId=plan_id)
@@ -125,8 +160,9 @@ class ScriptedModel:
             rounds.append([issue["code"] for issue in body["data"]["issues"]])
             for issue in body["data"]["issues"]:
                 path, value = self.FIXES[issue["code"]]
-                await self.call("set_node_field", planId=plan_id, nodeId=issue["nodeId"],
-                                path=path, value=value)
+                await self.call(
+                    "set_node_field", planId=plan_id, nodeId=issue["nodeId"], path=path, value=value
+                )
 
 
 async def _orch(*args: str) -> tuple[int, str, str]:
@@ -148,8 +184,9 @@ async def test_a_model_authors_an_operator_approves_and_the_plan_runs(
         store=SqlitePlanStore(str(store_path)), invocable=agent_toolbox()
     )
     try:
-        async with Client(build_mcp_server(orch.tools("authoring", actor_id="model")),
-                          mode="legacy") as mcp_client:
+        async with Client(
+            build_mcp_server(orch.tools("authoring", actor_id="model")), mode="legacy"
+        ) as mcp_client:
             model = ScriptedModel(mcp_client)
             plan_id, rounds, submitted = await model.author()
     finally:
@@ -166,25 +203,37 @@ async def test_a_model_authors_an_operator_approves_and_the_plan_runs(
     assert code == 0, err
     digest = json.loads(out)["digest"]
     assert digest == submitted["digest"]
-    code, out, err = await _orch("plan", "approve", plan_id, "--digest", digest,
-                                 "--by", "operator", *store)
+    code, out, err = await _orch(
+        "plan", "approve", plan_id, "--digest", digest, "--by", "operator", *store
+    )
     assert code == 0, err
     assert f"{plan_id} is executable: approved digest {digest} by operator" in out
 
     temporal = ["--address", dev_server.address, "--task-queue", task_queue]
+    # The worker claims the run in the store the operator's CLI approves and starts it from.
+    plans = SqlitePlanStore(str(store_path))
     worker = build_worker(
         client,
         task_queue=task_queue,
         toolbox=agent_toolbox(),
+        store=plans,
         spool=FileSpoolStore(tmp_path / "spool"),
     )
     async with worker:
-        code, out, err = await _orch("run", "start", plan_id, "--input", '{"s": "hello"}',
-                                     "--watch", *temporal, *store)
+        code, out, err = await _orch(
+            "run", "start", plan_id, "--input", '{"s": "hello"}', "--watch", *temporal, *store
+        )
         assert code == 0, err
         assert "run settled: completed" in out
-        for line in ("  ✓ left", "  ✓ right", "  ✓ report", "  ✓ names", "  ✓ both",
-                     "  ✓ decide", "  ✓ shout"):
+        for line in (
+            "  ✓ left",
+            "  ✓ right",
+            "  ✓ report",
+            "  ✓ names",
+            "  ✓ both",
+            "  ✓ decide",
+            "  ✓ shout",
+        ):
             assert line in out, out
         assert "quiet" not in out
         code, shown, err = await _orch("run", "show", plan_id, "--json", *temporal, *store)
@@ -192,12 +241,19 @@ async def test_a_model_authors_an_operator_approves_and_the_plan_runs(
     projection = json.loads(shown)
     assert projection["outcome"] == "completed"
     assert projection["nodeStatusById"] == {
-        "entry": "done", "left": "done", "right": "done", "report": "done", "names": "done",
-        "both": "done", "decide": "done", "shout": "done",
+        "entry": "done",
+        "left": "done",
+        "right": "done",
+        "report": "done",
+        "names": "done",
+        "both": "done",
+        "decide": "done",
+        "shout": "done",
     }
     names = next(v for k, v in projection["outputs"].items() if k.startswith("names:"))
     assert names["items"] == [{"json": {"names": "a.txt\nb.txt\nc.md"}}]
     shout = next(v for k, v in projection["outputs"].items() if k.startswith("shout:"))
     assert shout["items"] == [{"json": {"value": "HELLO"}}]
-    replayed = await replay(client.get_workflow_handle(f"plan/{plan_id}"))
+    replayed = await replay(client, plan_id, plans)
+    await plans.close()
     assert replayed[-1].kind == "run_settled" and replayed[-1].outcome == "completed"  # type: ignore[union-attr]

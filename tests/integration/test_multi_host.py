@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from workers.devserver import DevServer
 
 from . import drill_tools
 from .harness import unique_plan_id
-from .test_drills import kill, worker_process
+from .test_drills import kill
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -70,6 +71,30 @@ async def approved_plans(dsn: str, ledger: Path) -> list[str]:
     return ids
 
 
+def worker_process(address: str, task_queue: str, log: Path, dsn: str) -> subprocess.Popen[bytes]:
+    """A worker process (`python -m workers`) on the drill tools, claiming runs in ``dsn``."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workers",
+                "--toolbox",
+                "tests.integration.drill_tools:TOOLBOX",
+                "--task-queue",
+                task_queue,
+                "--address",
+                address,
+                "--store",
+                dsn,
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 async def client_process(dsn: str, address: str, queue: str, ids: list[str]) -> dict[str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -102,7 +127,8 @@ async def test_twenty_plans_two_workers_two_clients_one_store(
     drill_tools.record(str(ledger), "-", "init")
     ids = await approved_plans(dsn, ledger)
     workers = [
-        worker_process(dev_server.address, task_queue, tmp_path / f"w{i}.log") for i in range(2)
+        worker_process(dev_server.address, task_queue, tmp_path / f"w{i}.log", dsn)
+        for i in range(2)
     ]
     try:
         first, second = await asyncio.gather(

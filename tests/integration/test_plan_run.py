@@ -168,3 +168,44 @@ async def test_the_log_is_in_the_store_and_pages_by_query(
     assert result.outcome == "completed" and result.events == len(stored)
     assert list(page.entries) == stored[:3] and page.next == 3 and page.total == len(stored)
     await store.close()
+
+
+async def test_short_replay_safe_calls_take_the_fast_path(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A tool declared short runs its replay-safe calls as local activities; others do not."""
+    from orchestration.toolbox import Toolbox
+
+    tools = Toolbox()
+
+    @tools.tool("quick", short=True)
+    def quick() -> dict[str, str]:
+        return {"value": "q"}
+
+    @tools.tool("careful")
+    def careful() -> dict[str, str]:
+        return {"value": "c"}
+
+    sketch = PlanSketch(unique_plan_id("fast")).entry(StringField(path="s"))
+    sketch.call("a", "quick", output=[StringField(path="value")])
+    sketch.call("b", "careful", output=[StringField(path="value")])
+    sketch.call(
+        "c", "quick", output=[StringField(path="value")], replay_safe=False, on_indeterminate="halt"
+    )
+    store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    async with build_worker(client, task_queue=task_queue, toolbox=tools, store=store):
+        handle, view = await start_run(
+            client, task_queue, store, sketch.chain("entry", "a", "b", "c").view(), {"s": "x"}
+        )
+        assert (await handle.result()).outcome == "completed"
+    history = await handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_id
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    markers = sum(1 for e in history.events if e.HasField("marker_recorded_event_attributes"))
+    assert [s.split(":")[0] for s in scheduled] == ["b", "c"]
+    assert markers >= 3  # the claim, the fast tools, a's call (and the log's mirror)
+    await replay(client, view.plan_id, store)
+    await store.close()
