@@ -36,19 +36,34 @@ REPEATS = 7
 
 def _author() -> PlanAuthor:
     counter = itertools.count()
-    return PlanAuthor("bench", now=lambda: "2026-01-01T00:00:00Z",
-                      new_id=lambda: f"op{next(counter):08d}")
+    return PlanAuthor(
+        "bench", now=lambda: "2026-01-01T00:00:00Z", new_id=lambda: f"op{next(counter):08d}"
+    )
 
 
 def _call(a: PlanAuthor, node_id: str, args: dict[str, object]) -> PlanOp:
-    return a.call(node_id, tool="work.step", args=args, output=[StringField(path="out")],
-                  authority=[claim("work", node_id, "read")], replay_safe=True,
-                  on_indeterminate="retry", on_missing_value="fail")
+    return a.call(
+        node_id,
+        tool="work.step",
+        args=args,
+        output=[StringField(path="out")],
+        authority=[claim("work", node_id, "read")],
+        replay_safe=True,
+        on_indeterminate="retry",
+        on_missing_value="fail",
+    )
 
 
 def _bounds(a: PlanAuthor, n: int) -> PlanOp:
-    return a.set_bounds(PlanBounds(max_nodes=n + 10, max_edges=3 * n, max_steps=10 * n,
-                                   max_concurrent_frames=32, max_encoded_bytes=1 << 30))
+    return a.set_bounds(
+        PlanBounds(
+            max_nodes=n + 10,
+            max_edges=3 * n,
+            max_steps=10 * n,
+            max_concurrent_frames=32,
+            max_encoded_bytes=1 << 30,
+        )
+    )
 
 
 def chain(n: int) -> list[PlanOp]:
@@ -67,12 +82,18 @@ def chain(n: int) -> list[PlanOp]:
 def fan_out(n: int) -> list[PlanOp]:
     """entry → hub → (n-2 leaves), each leaf reading the hub."""
     a = _author()
-    ops: list[PlanOp] = [_bounds(a, n), a.entry(), _call(a, "hub", {"x": 1}),
-                         a.edge("entry", "hub", edge_id="e0")]
+    ops: list[PlanOp] = [
+        _bounds(a, n),
+        a.entry(),
+        _call(a, "hub", {"x": 1}),
+        a.edge("entry", "hub", edge_id="e0"),
+    ]
     for i in range(n - 2):
         node = f"leaf{i}"
-        ops += [_call(a, node, {"x": ref("hub", path="out")}),
-                a.edge("hub", node, edge_id=f"e{i + 1}")]
+        ops += [
+            _call(a, node, {"x": ref("hub", path="out")}),
+            a.edge("hub", node, edge_id=f"e{i + 1}"),
+        ]
     return ops
 
 
@@ -120,8 +141,10 @@ def measure(shape: str, n: int) -> tuple[RawPlanView, float, float]:
 
 def main() -> int:
     print(f"validate, CPU time (best of {REPEATS}), per shape and size")
-    print(f"{'shape':<10}{'nodes':>7}{'edges':>7}{'validate ms':>13}{'nodes/s':>11}"
-          f"{'fold ms':>10}{'fold+validate ms':>18}")
+    print(
+        f"{'shape':<10}{'nodes':>7}{'edges':>7}{'validate ms':>13}{'nodes/s':>11}"
+        f"{'fold ms':>10}{'fold+validate ms':>18}"
+    )
     ratios: dict[str, float] = {}
     slowest = 0.0
     for shape in SHAPES:
@@ -130,9 +153,11 @@ def main() -> int:
             view, seconds, fold_seconds = measure(shape, n)
             times[n] = seconds
             slowest = max(slowest, seconds) if n == 5_000 else slowest
-            print(f"{shape:<10}{len(view.nodes):>7}{len(view.edges):>7}{seconds * 1e3:>13.1f}"
-                  f"{len(view.nodes) / seconds:>11,.0f}{fold_seconds * 1e3:>10.1f}"
-                  f"{(seconds + fold_seconds) * 1e3:>18.1f}")
+            print(
+                f"{shape:<10}{len(view.nodes):>7}{len(view.edges):>7}{seconds * 1e3:>13.1f}"
+                f"{len(view.nodes) / seconds:>11,.0f}{fold_seconds * 1e3:>10.1f}"
+                f"{(seconds + fold_seconds) * 1e3:>18.1f}"
+            )
         ratios[shape] = times[5_000] / times[1_000]
     print()
     for shape, ratio in ratios.items():

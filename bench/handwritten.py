@@ -1,7 +1,8 @@
 """Hand-written Temporal workflows with the same shapes as the benchmark plans.
 
-They call the same ``plan.call`` activity with the same requests a plan would send, so the
-difference in wall time is the plan interpreter's own cost.
+They call the same ``plan.call`` activity with the same requests a plan would send (ordinary
+activities, or local ones for the fast-path comparison), so the difference in wall time is the
+plan interpreter's own cost.
 """
 
 from __future__ import annotations
@@ -17,28 +18,40 @@ with workflow.unsafe.imports_passed_through():
     from orchestration.types import StringField
 
 _OUT = (StringField(path="value"),)
+_ONE = RetryPolicy(maximum_attempts=1)
 
 
-def _request(node: str) -> CallRequest:
+def _request(node: str, tool: str) -> CallRequest:
     return CallRequest(
         plan_id="hand",
         run_id="hand",
         node_id=node,
         frame_key=f"{node}:",
-        tool="noop",
+        tool=tool,
         args={},
         output=_OUT,
     )
 
 
-async def _call(node: str) -> CallResponse:
+async def _call(node: str, tool: str = "noop") -> CallResponse:
     return await workflow.execute_activity(
         "plan.call",
-        _request(node),
+        _request(node, tool),
         result_type=CallResponse,
         activity_id=node,
         start_to_close_timeout=timedelta(seconds=60),
-        retry_policy=RetryPolicy(maximum_attempts=5),
+        retry_policy=_ONE,
+    )
+
+
+async def _local(node: str, tool: str = "noop") -> CallResponse:
+    return await workflow.execute_local_activity(
+        "plan.call",
+        _request(node, tool),
+        result_type=CallResponse,
+        activity_id=node,
+        start_to_close_timeout=timedelta(seconds=60),
+        retry_policy=_ONE,
     )
 
 
@@ -53,13 +66,58 @@ class HandChain:
         return n
 
 
+@workflow.defn(name="HandLocalChain")
+class HandLocalChain:
+    """n calls, one after another, each a local activity."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await _local(f"n{i}", "quick")
+        return n
+
+
 @workflow.defn(name="HandFanOut")
 class HandFanOut:
-    """One call, n calls in parallel, then one call after they all finished."""
+    """One call, n calls in parallel (at most 1,000 at once), then one call after them all."""
 
     @workflow.run
     async def run(self, n: int) -> int:
         await _call("fork")
-        await asyncio.gather(*(_call(f"b{i}") for i in range(n)))
+        window = asyncio.Semaphore(1000)
+
+        async def bounded(i: int) -> CallResponse:
+            async with window:
+                return await _call(f"b{i}")
+
+        await asyncio.gather(*(bounded(i) for i in range(n)))
         await _call("after")
+        return n
+
+
+@workflow.defn(name="HandWide")
+class HandWide:
+    """n calls in parallel off the start (at most 1,000 at once), nothing after."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        window = asyncio.Semaphore(1000)
+
+        async def bounded(i: int) -> CallResponse:
+            async with window:
+                return await _call(f"c{i}")
+
+        await asyncio.gather(*(bounded(i) for i in range(n)))
+        return n
+
+
+@workflow.defn(name="HandDiamonds")
+class HandDiamonds:
+    """n diamonds in a row: a fork call, two calls in parallel, the next fork after both."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await _call(f"f{i}")
+            await asyncio.gather(_call(f"l{i}"), _call(f"r{i}"))
         return n
