@@ -12,7 +12,9 @@ the middle of a freeze. Everything public is then reached through the object:
   canonical authority set; then it moves ``reviewable → executable`` with the record in one
   compare-and-set. Each refusal is a value with its own code.
 * ``render``, ``outline``, ``slice`` and ``raw`` are the reading side: what an operator reads
-  before approving, and what a model reads while editing.
+  before approving, and what a model reads while editing. ``render(..., view="as_executed")``
+  is what the plan's run did, from a projection the caller passes or from the run log the
+  optional ``runs`` reader returns (the facade itself never talks to Temporal).
 * ``instantiate`` mints a new editable plan from a registered template (templates are checked
   once, here at construction, so a bad one fails boot); ``tools(tier)`` forges the tools a
   model authors plans with. No tool of any tier approves: approval is an operator's act.
@@ -40,12 +42,14 @@ from orchestration.approval import (
     check_approval,
 )
 from orchestration.authoring import PlanAuthor
-from orchestration.contracts import InvocableTools, PredicateEvaluator
+from orchestration.contracts import InvocableTools, PredicateEvaluator, RunLogReader
+from orchestration.errors import RunsUnavailableError
 from orchestration.ops import FoldResult
 from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
 from orchestration.predicates.structured import StructuredCell
 from orchestration.raw import Revision, raw_diff, raw_ops
-from orchestration.render import Audience, render_diff, render_plan
+from orchestration.render import Audience, RenderView, render_diff, render_plan
+from orchestration.runs import fold_run
 from orchestration.store.base import PlanStore, TransitionRefused, TransitionRequest
 from orchestration.templates import (
     InstantiateOk,
@@ -62,6 +66,7 @@ from orchestration.types import (
     PlanIssue,
     PlanOp,
     RawPlanView,
+    RunProjection,
     WireModel,
 )
 from orchestration.validation import (
@@ -143,6 +148,7 @@ async def create_orchestration(
     invocable: InvocableTools,
     evaluators: Sequence[PredicateEvaluator] = (),
     templates: Sequence[PlanTemplate] = (),
+    runs: RunLogReader | None = None,
 ) -> Orchestration:
     """Assemble the facade, loading every cell and checking every template first.
 
@@ -153,6 +159,8 @@ async def create_orchestration(
             (which is always wired; a cell with id ``structured`` replaces it).
         templates: The plan shapes a model may instantiate; each is checked here (see
             :func:`~orchestration.templates.validate_template`).
+        runs: Where run logs are read for the as-executed view (for example
+            ``workers.runs.TemporalRuns``); without it, ``render`` needs the projection.
 
     Raises:
         InvalidTemplateError: a template fails its checks (all its issues are listed), or
@@ -181,7 +189,7 @@ async def create_orchestration(
         if issues:
             raise InvalidTemplateError(template.id, tuple(issues))
         registry[template.id] = template
-    return Orchestration(store, inputs, registry)
+    return Orchestration(store, inputs, registry, runs=runs)
 
 
 class Orchestration:
@@ -192,9 +200,12 @@ class Orchestration:
         store: PlanStore,
         inputs: FreezeInputs,
         templates: Mapping[str, PlanTemplate] | None = None,
+        *,
+        runs: RunLogReader | None = None,
     ) -> None:
         self._store = store
         self._inputs = inputs
+        self._runs = runs
         self._templates: dict[str, PlanTemplate] = dict(templates or {})
         self.raw = RawViews(store)
 
@@ -391,11 +402,42 @@ class Orchestration:
         audience: Audience = "operator",
         revision: int | None = None,
         with_issues: bool = True,
+        view: RenderView = "as_planned",
+        run: RunProjection | None = None,
     ) -> str:
-        """The plan as prose (see :func:`~orchestration.render.render_plan`), with its issues."""
+        """The plan as prose (see :func:`~orchestration.render.render_plan`).
+
+        ``as_planned`` (the default) lists the freeze issues too (unless ``with_issues`` is
+        false). ``as_executed`` shows what the plan's run did: from ``run`` when given, else
+        from the log the ``runs`` reader returns; it lists no issues (the plan ran).
+
+        Raises:
+            PlanNotFoundError: no plan has that id.
+            RunsUnavailableError: ``as_executed`` with neither ``run`` nor a reader.
+            RunRefusedError: ``run_not_found`` from the reader when the plan never ran.
+
+        """
         fold = await self._store.fold(plan_id, revision=revision)
+        if view == "as_executed":
+            projection = run if run is not None else await self.run_projection(plan_id)
+            return render_plan(fold.view, audience, view="as_executed", run=projection)
         issues = await self._validate(fold, None) if with_issues else None
         return render_plan(fold.view, audience, issues)
+
+    async def run_projection(self, plan_id: str) -> RunProjection:
+        """``fold_run`` of the plan's run log, read through the configured ``runs`` reader.
+
+        Raises:
+            RunsUnavailableError: the facade was built without ``runs``.
+
+        """
+        if self._runs is None:
+            raise RunsUnavailableError(
+                f"no run reader is configured, so the run of plan {plan_id!r} cannot be read; "
+                "pass run=<its projection>, or build the facade with create_orchestration("
+                "runs=...) (for `orch mcp`: pass --address of the Temporal server it ran on)"
+            )
+        return fold_run(await self._runs.read_log(plan_id))
 
     async def render_diff(
         self, plan_id: str, a: Revision, b: Revision = "current"

@@ -10,7 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from orchestration.types import BranchNode, FrameRef, NodeOutput, PlanNode, SelectNode
+from orchestration.types import (
+    BranchNode,
+    FrameRef,
+    NodeOutput,
+    PlanNode,
+    RunEvent,
+    SelectNode,
+)
 
 __all__ = [
     "ArtifactReturn",
@@ -23,6 +30,7 @@ __all__ = [
     "PredicateContext",
     "PredicateEvaluator",
     "PredicateVerdict",
+    "RunLogReader",
     "SelectVerdict",
     "TextReturn",
     "ToolReturn",
@@ -174,4 +182,22 @@ class TypedEvaluator(Protocol):
         self, node: BranchNode | SelectNode, readable: Sequence[PlanNode]
     ) -> None:
         """Raise ``ValueError`` naming the fix when the predicate does not type-check."""
+        ...
+
+
+@runtime_checkable
+class RunLogReader(Protocol):
+    """Reads a plan's run-event log (``workers.runs.TemporalRuns`` is one).
+
+    The facade folds what it returns (``fold_run``) for the as-executed view; it never talks
+    to Temporal itself.
+    """
+
+    async def read_log(self, plan_id: str) -> list[RunEvent]:
+        """The whole log of the plan's run.
+
+        Raises:
+            RunRefusedError: ``run_not_found`` when the plan has no started run.
+
+        """
         ...

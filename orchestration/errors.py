@@ -13,6 +13,7 @@ what remains here is misuse and input that can never be made valid.
     │   └── UndecodableValueError      undecodable_value
     ├── PlanNotFoundError              plan_not_found
     ├── RunNotFoundError               run_not_found
+    ├── RunsUnavailableError           runs_unavailable
     ├── RevisionOutOfRangeError        revision_out_of_range
     ├── ConflictingOpError             conflicting_op
     ├── MalformedRunLogError           malformed_run_log
@@ -61,6 +62,7 @@ __all__ = [
     "RevisionOutOfRangeError",
     "RunRefusedError",
     "RunNotFoundError",
+    "RunsUnavailableError",
     "TransformError",
     "UndecodableValueError",
     "UnknownArtifactClassError",
@@ -124,6 +126,16 @@ class RunNotFoundError(OrchestrationError):
     """The plan has no run, or not the run named."""
 
     code = "run_not_found"
+
+
+class RunsUnavailableError(OrchestrationError):
+    """A run was asked for where no run reader is configured (``create_orchestration(runs=)``).
+
+    The pure facade never reaches Temporal by itself: a host that wants the as-executed view
+    either passes the run's projection or gives the facade a reader of run logs.
+    """
+
+    code = "runs_unavailable"
 
 
 class RevisionOutOfRangeError(OrchestrationError):
