@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from orchestration.api import Orchestration, create_orchestration
 from orchestration.cli.common import CliError, add_store_flag, load_object, open_store
 from orchestration.cli.review import load_cells, load_tools
+from orchestration.contracts import RunLogReader
 from orchestration.templates import PlanTemplate
 
 __all__ = ["add_assembly_flags", "load_templates", "open_orchestration"]
@@ -66,8 +68,12 @@ def load_templates(spec: str | None) -> list[PlanTemplate]:
     )
 
 
-async def open_orchestration(args: argparse.Namespace) -> Orchestration:
+async def open_orchestration(
+    args: argparse.Namespace, runs: Callable[[Any], RunLogReader] | None = None
+) -> Orchestration:
     """The facade over ``--store`` with the allowlist, cells and templates of the flags.
+
+    ``runs`` makes the run-log reader for the opened store (the as-executed view), if any.
 
     Raises:
         CliError: ``tools_required`` without ``--tools``; a bad import spec.
@@ -80,9 +86,11 @@ async def open_orchestration(args: argparse.Namespace) -> Orchestration:
             "templates are checked against the tool allowlist; pass --tools module:attr (or "
             "set ORCH_TOOLS)",
         )
+    store = open_store(args.store)
     return await create_orchestration(
-        store=open_store(args.store),
+        store=store,
         invocable=load_tools(args.tools),
         evaluators=load_cells(args.cells),
         templates=load_templates(args.templates),
+        runs=runs(store) if runs is not None else None,
     )

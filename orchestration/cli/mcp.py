@@ -3,6 +3,8 @@
 Point an MCP client at ``orch mcp --tier authoring --store plans.sqlite3 --tools
 pkg.tools:TOOLS`` (plus ``--templates`` for the front tier's templates). Stdout carries the
 protocol, so nothing else is printed there; a refusal to start goes to stderr with its code.
+``--address``/``--namespace`` name the Temporal server runs are read from when a tool asks for
+a plan as executed; nothing connects to it before then.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from orchestration.cli.assembly import add_assembly_flags, open_orchestration
 from orchestration.cli.common import CliError, run_async
+from orchestration.cli.temporal import TemporalRunLog, add_temporal_flags
 
 __all__ = ["register"]
 
@@ -27,12 +30,16 @@ def register(commands: Any) -> None:
     )
     cmd.add_argument("--actor", default="mcp", help="actor id for the ops the tools mint")
     add_assembly_flags(cmd)
+    # Only for reading runs (get_plan's as-executed view); connected on first use.
+    add_temporal_flags(cmd, task_queue=False)
     cmd.set_defaults(handler=_mcp)
 
 
 def _mcp(args: argparse.Namespace) -> int:
     async def go() -> int:
-        orch = await open_orchestration(args)
+        orch = await open_orchestration(
+            args, runs=lambda store: TemporalRunLog(args.address, args.namespace, store)
+        )
         try:
             try:
                 from orchestration.mcp_server import build_mcp_server, serve_stdio
