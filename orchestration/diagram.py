@@ -138,14 +138,15 @@ def _mermaid(
         label = "" if edge.handle == "always" else f"|{_mermaid_text(edge.handle)}|"
         lines.append(f"  {source} {arrow}{label} {target}")
     if coloured:
+        classes: list[str] = []
         for name, (fill, stroke) in STATUS_COLOURS.items():
-            lines.append(
-                f"  classDef {_class_name(name)} fill:{fill},stroke:{stroke},color:#000"
-            )
-        for name in STATUS_COLOURS:
             members = [f"n{i}" for i, node in enumerate(view.nodes) if status[node.id] == name]
             if members:
-                lines.append(f"  class {','.join(members)} {_class_name(name)}")
+                lines.append(
+                    f"  classDef {_class_name(name)} fill:{fill},stroke:{stroke},color:#000"
+                )
+                classes.append(f"  class {','.join(members)} {_class_name(name)}")
+        lines += classes
     return lines
 
 
