@@ -19,12 +19,13 @@ order, node names by position (``n0``, ``n1``, ...) so no plan id can break the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from orchestration.graph import PlanStructure
 from orchestration.render import node_run_status
-from orchestration.types import CallDefinition, RawPlanView, RunProjection
+from orchestration.types import CallDefinition, PlanEdge, RawPlanView, RunProjection
 
 __all__ = ["STATUS_COLOURS", "DiagramFormat", "plan_dot", "plan_mermaid", "render_diagram"]
 
@@ -78,14 +79,35 @@ def render_diagram(
     view: RawPlanView, fmt: DiagramFormat, run: RunProjection | None = None
 ) -> str:
     """The plan in ``fmt`` (``mermaid`` or ``dot``); see the module docstring for the facts."""
-    labels = _labels(view, run)
-    taken = {record.edge_id for record in run.edges_taken} if run is not None else set()
-    status = (
-        {node.id: node_run_status(run, node.id) for node in view.nodes} if run is not None else {}
+    picture = _Picture(
+        view=view,
+        labels=_labels(view, run),
+        names={node.id: f"n{i}" for i, node in reversed(list(enumerate(view.nodes)))},
+        taken={record.edge_id for record in run.edges_taken} if run is not None else set(),
+        status={node.id: node_run_status(run, node.id) for node in view.nodes} if run else {},
+        coloured=run is not None,
     )
-    names = {node.id: f"n{i}" for i, node in reversed(list(enumerate(view.nodes)))}
-    draw: Callable[..., list[str]] = _mermaid if fmt == "mermaid" else _dot
-    return "\n".join(draw(view, labels, names, taken, status, run is not None)) + "\n"
+    lines = _mermaid(picture) if fmt == "mermaid" else _dot(picture)
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class _Picture:
+    """What both drawings show: nodes' labels and names, taken edges, statuses."""
+
+    view: RawPlanView
+    labels: list[list[str]]
+    names: dict[str, str]
+    taken: set[str]
+    status: dict[str, str]
+    coloured: bool
+
+    def edges(self) -> Iterator[tuple[PlanEdge, str, str]]:
+        """Each edge whose endpoints exist, with its source's and target's names."""
+        for edge in self.view.edges:
+            source, target = self.names.get(edge.from_), self.names.get(edge.to)
+            if source is not None and target is not None:
+                yield edge, source, target
 
 
 def _labels(view: RawPlanView, run: RunProjection | None) -> list[list[str]]:
@@ -117,30 +139,25 @@ def _mermaid_text(text: str) -> str:
     return text
 
 
-def _mermaid(
-    view: RawPlanView,
-    labels: list[list[str]],
-    names: dict[str, str],
-    taken: set[str],
-    status: dict[str, str],
-    coloured: bool,
-) -> list[str]:
+def _mermaid(picture: _Picture) -> list[str]:
     lines = ["flowchart TD"]
-    for index, node in enumerate(view.nodes):
+    for index, node in enumerate(picture.view.nodes):
         opening, closing = _MERMAID_SHAPES.get(node.kind, ('["', '"]'))
-        label = "<br/>".join(_mermaid_text(part) for part in labels[index])
+        label = "<br/>".join(_mermaid_text(part) for part in picture.labels[index])
         lines.append(f"  n{index}{opening}{label}{closing}")
-    for edge in view.edges:
-        source, target = names.get(edge.from_), names.get(edge.to)
-        if source is None or target is None:
-            continue
-        arrow = "==>" if edge.id in taken else ("-.->" if edge.handle == "error" else "-->")
+    for edge, source, target in picture.edges():
+        taken = edge.id in picture.taken
+        arrow = "==>" if taken else ("-.->" if edge.handle == "error" else "-->")
         label = "" if edge.handle == "always" else f"|{_mermaid_text(edge.handle)}|"
         lines.append(f"  {source} {arrow}{label} {target}")
-    if coloured:
+    if picture.coloured:
         classes: list[str] = []
         for name, (fill, stroke) in STATUS_COLOURS.items():
-            members = [f"n{i}" for i, node in enumerate(view.nodes) if status[node.id] == name]
+            members = [
+                f"n{i}"
+                for i, node in enumerate(picture.view.nodes)
+                if picture.status[node.id] == name
+            ]
             if members:
                 lines.append(
                     f"  classDef {_class_name(name)} fill:{fill},stroke:{stroke},color:#000"
@@ -162,14 +179,8 @@ def _dot_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _dot(
-    view: RawPlanView,
-    labels: list[list[str]],
-    names: dict[str, str],
-    taken: set[str],
-    status: dict[str, str],
-    coloured: bool,
-) -> list[str]:
+def _dot(picture: _Picture) -> list[str]:
+    view = picture.view
     title = f"Plan {view.plan_id} · revision {view.revision} · digest {view.digest[:12]}"
     lines = [
         "digraph plan {",
@@ -178,22 +189,19 @@ def _dot(
         '  edge [fontname="Helvetica", fontsize=10];',
     ]
     for index, node in enumerate(view.nodes):
-        label = "\\n".join(_dot_text(part) for part in labels[index])
+        label = "\\n".join(_dot_text(part) for part in picture.labels[index])
         attrs = _DOT_SHAPES.get(node.kind, 'shape=box, style="filled"')
-        if coloured:
-            fill, stroke = STATUS_COLOURS[status[node.id]]
+        if picture.coloured:
+            fill, stroke = STATUS_COLOURS[picture.status[node.id]]
             attrs += f', fillcolor="{fill}", color="{stroke}"'
         lines.append(f'  n{index} [label="{label}", {attrs}];')
-    for edge in view.edges:
-        source, target = names.get(edge.from_), names.get(edge.to)
-        if source is None or target is None:
-            continue
+    for edge, source, target in picture.edges():
         edge_attrs: list[str] = []
         if edge.handle != "always":
             edge_attrs.append(f'label="{_dot_text(edge.handle)}"')
         if edge.handle == "error":
             edge_attrs.append(f'style=dashed, color="{_ERROR_COLOUR}"')
-        if edge.id in taken:
+        if edge.id in picture.taken:
             edge_attrs.append(f'penwidth=2.5, color="{_TAKEN_COLOUR}"')
         suffix = f" [{', '.join(edge_attrs)}]" if edge_attrs else ""
         lines.append(f"  {source} -> {target}{suffix};")

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -206,11 +207,10 @@ class _AnsweringReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage:
-        while True:
-            item = await self._inner.__anext__()
-            if not isinstance(item, Exception):
-                return item  # type: ignore[no-any-return]
-            await self._answer(item)
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
         """Close the transport's stream."""

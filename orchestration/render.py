@@ -36,25 +36,19 @@ from orchestration.types import (
     AuthorityClaim,
     AuthorityRevoked,
     BranchDefinition,
-    BudgetExhausted,
     CallDefinition,
     CloneProvenance,
     DeclaredField,
-    DeviationAbort,
     EmitValue,
     EntryDefinition,
     EnumField,
     FieldChange,
     InterruptionCause,
-    JoinUnsatisfiable,
-    NodeFailed,
     NodeOutput,
-    OutputSchemaViolation,
     PlanDiff,
     PlanEdge,
     PlanIssue,
     PlanNode,
-    PredicateUnevaluatable,
     RawPlanView,
     ReasonDefinition,
     RunProjection,
@@ -154,23 +148,25 @@ def node_run_status(run: RunProjection, node_id: str) -> str:
     return "pending" if run.outcome == "running" else "not reached"
 
 
+_INTERRUPTION_LABELS = {
+    "budget_exhausted": "step budget exhausted after {settled} settlement(s)",
+    "deviation_abort": "deviation abort: {detail}",
+    "node_failed": "node {node_id} failed (unhandled)",
+    "predicate_unevaluatable": "predicate unevaluatable at node {node_id}",
+    "join_unsatisfiable": "join {node_id} unsatisfiable",
+    "output_schema_violation": "output schema violated at node {node_id}",
+}
+"""The contract's label per interruption kind; the kinds without details read as their name."""
+
+
 def describe_interruption(cause: InterruptionCause) -> str:
     """Why a run stopped short, in the contract's words (``node x failed (unhandled)``)."""
-    if isinstance(cause, BudgetExhausted):
-        return f"step budget exhausted after {cause.settled} settlement(s)"
-    if isinstance(cause, DeviationAbort):
-        return f"deviation abort: {cause.detail}"
-    if isinstance(cause, NodeFailed):
-        return f"node {cause.node_id} failed (unhandled)"
-    if isinstance(cause, PredicateUnevaluatable):
-        return f"predicate unevaluatable at node {cause.node_id}"
-    if isinstance(cause, JoinUnsatisfiable):
-        return f"join {cause.node_id} unsatisfiable"
-    if isinstance(cause, OutputSchemaViolation):
-        return f"output schema violated at node {cause.node_id}"
     if isinstance(cause, AuthorityRevoked):
         return f"authority revoked: {describe_claim(cause.claim)}"
-    return cause.kind.replace("_", " ")
+    template = _INTERRUPTION_LABELS.get(cause.kind)
+    if template is None:
+        return cause.kind.replace("_", " ")
+    return template.format(**cause.model_dump(by_alias=False))
 
 
 # -- sections --------------------------------------------------------------------------------
