@@ -6,8 +6,9 @@ shown, in execution (topological) order, with everything that decides its effect
 every staged argument (a reference is shown as what it reads, ``← fetch.body (first)``), the
 authority it claims, whether a repeat is safe and what happens when it is interrupted, branch
 conditions, select cases, join barriers (their fork and how many arrivals they wait for), and
-where each outcome leads. Then the bounds, the whole authority set the approval binds, and, for
-a clone, the warning that approving repeats what the parent already did.
+where each outcome leads; before the steps, the bounds and, for a clone, the warning that
+approving repeats what the parent already did. The closing section is the total authority
+requested (every call's claims, grouped by capability) with how to approve exactly that set.
 
 Rendering is pure and deterministic (same view, same text), and total: a plan freeze would
 refuse still renders, so an author can read what is wrong with it.
@@ -102,7 +103,7 @@ def render_plan(
         audience: ``operator`` shows references as what they read and ends with how to
             approve; ``model`` shows references in their wire form (``{"$ref": ...}``), ready
             to copy into an op.
-        issues: Freeze issues to list at the end (``None`` omits the section).
+        issues: Freeze issues to list after the steps (``None`` omits the section).
         view: ``as_planned`` (what an approval binds) or ``as_executed`` (what ``run`` did).
         run: The run's projection; required for ``as_executed``.
 

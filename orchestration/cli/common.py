@@ -28,6 +28,7 @@ __all__ = [
     "add_json_flag",
     "add_store_flag",
     "emit",
+    "jsonable",
     "load_json_text",
     "load_object",
     "open_store",
@@ -100,19 +101,20 @@ def load_object(spec: str) -> Any:
 def emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
     """Print ``payload`` as JSON under ``--json``, else the human text."""
     if getattr(args, "json", False):
-        print(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
+        print(json.dumps(jsonable(payload), indent=2, ensure_ascii=False))
         mark_json_printed()
     else:
         print(text())
 
 
-def _jsonable(payload: Any) -> Any:
+def jsonable(payload: Any) -> Any:
+    """``payload`` as plain JSON values (wire models in their camelCase wire form)."""
     if isinstance(payload, BaseModel):
         return payload.model_dump(mode="json", exclude_none=True)
     if isinstance(payload, list | tuple):
-        return [_jsonable(p) for p in payload]
+        return [jsonable(p) for p in payload]
     if isinstance(payload, dict):
-        return {k: _jsonable(v) for k, v in payload.items()}
+        return {k: jsonable(v) for k, v in payload.items()}
     return payload
 
 

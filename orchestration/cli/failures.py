@@ -140,6 +140,7 @@ def run_command(
     handler: Callable[[argparse.Namespace], int], args: argparse.Namespace
 ) -> int:
     """Run one command's handler; turn whatever it raises into its line and exit status."""
+    _output_state["json_printed"] = False
     try:
         return int(handler(args))
     except (SystemExit, GeneratorExit):
