@@ -134,7 +134,7 @@ def _labels(view: RawPlanView, run: RunProjection | None) -> list[list[str]]:
 
 def _mermaid_text(text: str) -> str:
     """Text safe inside a quoted Mermaid label (entity codes for the syntax characters)."""
-    for raw, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
+    for raw, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;")):
         text = text.replace(raw, code)
     return text
 

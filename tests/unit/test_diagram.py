@@ -46,6 +46,9 @@ def test_mermaid_shows_kinds_handles_and_the_join_barrier() -> None:
     assert "  n1 -.->|error| n6" in lines
     assert "classDef" not in text
     assert plan_mermaid(fork_and_join()) == text
+    odd = PlanSketch("q").entry().select("pick", {"path": "x"}, ["a|b"]).call("c").edge(
+        "entry", "pick").edge("pick", "c", "case_a|b").view()
+    assert "  n1 -->|case_a#124;b| n2" in plan_mermaid(odd)
 
 
 def test_dot_is_a_digraph_with_the_same_facts() -> None:
