@@ -193,8 +193,8 @@ def _header(view: RawPlanView, audience: Audience, run: RunProjection | None) ->
             lines.append(f"interrupted: {describe_interruption(run.interruption)}")
         for frame in run.indeterminate:
             lines.append(
-                f"waiting for you: call {frame.node_id} (frame {frame.key}) has an unknown "
-                "outcome; answer it with `orch run resolve` (retry, skip or abort)"
+                f"waiting for you: call {frame.node_id} has an unknown outcome; answer it with "
+                f"`orch run resolve {view.plan_id} {frame.key} retry|skip|abort`"
             )
     return [*lines, ""]
 

@@ -26,6 +26,7 @@ from orchestration.types import (
     CallNode,
     DeviationAbort,
     EdgeTakenRecord,
+    FrameRef,
     GateTimeout,
     JoinUnsatisfiable,
     NodeFailed,
@@ -208,3 +209,17 @@ def test_total_authority_is_every_call_grouped_by_capability() -> None:
         on_indeterminate="retry",
         authority=(AuthorityClaim(capability="files", scope="/", verb="delete"),)))).view()
     assert "    · / · delete  (unreachable call: not bound)" in render_plan(unreachable)
+
+
+@pytest.mark.asyncio
+async def test_a_halted_call_waiting_for_a_decision_says_how_to_answer() -> None:
+    """A run waiting on an indeterminate call names it and the command that answers it."""
+    view = _plan()
+    _, projection = await _run(view, {"text.upper": lambda d: {"value": d.args["s"].upper()}})
+    frame = FrameRef(node_id="save", kind="call", branch_id=BranchId(segments=()))
+    waiting = projection.model_copy(update={
+        "outcome": "running", "indeterminate": (frame,), "interruption": ProcessDeath()})
+    text = render_plan(view, view="as_executed", run=waiting)
+    assert "interrupted: process death" in text
+    assert (f"waiting for you: call save has an unknown outcome; answer it with "
+            f"`orch run resolve p {frame.key} retry|skip|abort`") in text
