@@ -8,7 +8,15 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# Graphviz's `dot` draws `orch plan graph --format svg`; installed from Debian's packages where
+# missing and possible (root with apt-get), else setup says how.
 $(STAMP): pyproject.toml
+	@command -v dot >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
+	  else \
+	    echo "note: install Graphviz (apt-get install graphviz) for orch ... graph --format svg"; \
+	  fi; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -13,7 +13,9 @@ the middle of a freeze. Everything public is then reached through the object:
   executable`` with the record (its set in canonical order) in one compare-and-set. Each
   refusal is a value with the contract's wire reason and a finer cause.
 * ``render``, ``outline``, ``slice`` and ``raw`` are the reading side: what an operator reads
-  before approving, and what a model reads while editing.
+  before approving, and what a model reads while editing. ``render(..., view="as_executed")``
+  is what the plan's run did, from a projection the caller passes or from the run log the
+  optional ``runs`` reader returns (the facade itself never talks to Temporal).
 * ``instantiate`` mints a new editable plan from a registered template (templates are checked
   once, here at construction, so a bad one fails boot); ``tools(tier)`` forges the tools a
   model authors plans with. No tool of any tier approves: approval is an operator's act.
@@ -47,8 +49,7 @@ from orchestration.ops import FoldResult
 from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
 from orchestration.predicates.structured import StructuredCell
 from orchestration.raw import Revision, raw_diff, raw_ops
-from orchestration.render import Audience, render_diff, render_plan
-from orchestration.run.expand import expand_log
+from orchestration.render import Audience, RenderView, render_diff, render_plan
 from orchestration.run.host import InProcessRuns, RunHost
 from orchestration.run.log import LogEntry
 from orchestration.run.work import FrameWork
@@ -272,15 +273,19 @@ class Orchestration:
         return await self.runs.start(plan_id, dict(run_input or {}), resume_run_id=resume_run_id)
 
     async def run_log(self, plan_id: str) -> list[LogEntry]:
-        """The run's compact log as the plan store holds it."""
+        """The run's compact log as the plan store holds it (the worker mirrors it there)."""
         return await self._store.read_run_log(plan_id)
 
     async def run_events(self, plan_id: str) -> list[RunEvent]:
-        """The run's log as the contract's ``RunEvent`` list (from the plan store)."""
-        return expand_log(await self.run_log(plan_id))
+        """The run's whole log as the contract's ``RunEvent`` list, as the run host reads it.
+
+        In process that is the store's copy (written ahead); on Temporal, the store's copy
+        with the open execution's newest entries read from the workflow.
+        """
+        return await self.runs.read_events(plan_id)
 
     async def run_projection(self, plan_id: str) -> RunProjection:
-        """``fold_run`` of the run's log in the plan store."""
+        """``fold_run`` of the run's whole log."""
         return fold_run(await self.run_events(plan_id))
 
     # -- freeze ------------------------------------------------------------------------------
@@ -469,9 +474,25 @@ class Orchestration:
         audience: Audience = "operator",
         revision: int | None = None,
         with_issues: bool = True,
+        view: RenderView = "as_planned",
+        run: RunProjection | None = None,
     ) -> str:
-        """The plan as prose (see :func:`~orchestration.render.render_plan`), with its issues."""
+        """The plan as prose (see :func:`~orchestration.render.render_plan`).
+
+        ``as_planned`` (the default) lists the freeze issues too (unless ``with_issues`` is
+        false). ``as_executed`` shows what the plan's run did: from ``run`` when given, else
+        from the log the ``runs`` reader returns; it lists no issues (the plan ran).
+
+        Raises:
+            PlanNotFoundError: no plan has that id.
+            RunsUnavailableError: ``as_executed`` with neither ``run`` nor a reader.
+            RunRefusedError: ``run_not_found`` from the reader when the plan never ran.
+
+        """
         fold = await self._store.fold(plan_id, revision=revision)
+        if view == "as_executed":
+            projection = run if run is not None else await self.run_projection(plan_id)
+            return render_plan(fold.view, audience, view="as_executed", run=projection)
         issues = await self._validate(fold, None) if with_issues else None
         return render_plan(fold.view, audience, issues)
 

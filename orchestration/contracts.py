@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from orchestration.types import BranchNode, FrameRef, NodeOutput, PlanNode, SelectNode
+from orchestration.types import (
+    BranchNode,
+    FrameRef,
+    NodeOutput,
+    PlanNode,
+    SelectNode,
+)
 
 if TYPE_CHECKING:  # only an annotation here: the workflow imports this module, not jsonschema
     from orchestration.tool_shapes import ToolShape

@@ -6,11 +6,18 @@ shown, in execution (topological) order, with everything that decides its effect
 every staged argument (a reference is shown as what it reads, ``← fetch.body (first)``), the
 authority it claims, whether a repeat is safe and what happens when it is interrupted, branch
 conditions, select cases, join barriers (their fork and how many arrivals they wait for), and
-where each outcome leads. Then the bounds, the whole authority set the approval binds, and, for
-a clone, the warning that approving repeats what the parent already did.
+where each outcome leads; before the steps, the bounds and, for a clone, the warning that
+approving repeats what the parent already did. The closing section is the total authority
+requested (every call's claims, grouped by capability) with how to approve exactly that set.
 
 Rendering is pure and deterministic (same view, same text), and total: a plan freeze would
 refuse still renders, so an author can read what is wrong with it.
+
+Two views of the same layout: ``as_planned`` is what an operator approves; ``as_executed``
+(with the run's projection) is what the run did: the run id and outcome (and why it stopped,
+with the contract's interruption labels) in the header, each node's status after its title,
+each edge the run took marked with its evidence, and each reference followed by the value it
+read (``⇒ ...``). No heading is printed without a body under it.
 """
 
 from __future__ import annotations
@@ -18,14 +25,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from orchestration.approval import authority_set, describe_claim
+from orchestration.approval import authority_set, claim_key, describe_claim
 from orchestration.encoding import NodeRef, ParamRef
 from orchestration.graph import PlanStructure, layout_order
+from orchestration.resolve import MISSING, resolve_ref
 from orchestration.routes import BranchId, EdgeSegment
 from orchestration.types import (
+    AuthorityClaim,
+    AuthorityRevoked,
     BranchDefinition,
     CallDefinition,
     CloneProvenance,
@@ -34,12 +44,15 @@ from orchestration.types import (
     EntryDefinition,
     EnumField,
     FieldChange,
+    InterruptionCause,
+    NodeOutput,
     PlanDiff,
     PlanEdge,
     PlanIssue,
     PlanNode,
     RawPlanView,
     ReasonDefinition,
+    RunProjection,
     SelectDefinition,
     StringField,
     TemplateProvenance,
@@ -47,12 +60,24 @@ from orchestration.types import (
     TransformDefinition,
 )
 
-__all__ = ["Audience", "describe_ref", "format_value", "render_diff", "render_plan"]
+__all__ = [
+    "Audience",
+    "RenderView",
+    "describe_interruption",
+    "describe_ref",
+    "format_value",
+    "node_run_status",
+    "render_diff",
+    "render_plan",
+]
 
 Audience = Literal["operator", "model"]
+RenderView = Literal["as_planned", "as_executed"]
 
 _INDENT = "     "
 _MUTATING = frozenset({"create", "update", "delete"})
+_VERB_RANK = {"list": 0, "read": 1, "create": 2, "update": 3, "delete": 4}
+_RESOLVED_CHARS = 200
 _REGEX_FLAGS = (
     (re.ASCII, "a"),
     (re.IGNORECASE, "i"),
@@ -63,56 +88,115 @@ _REGEX_FLAGS = (
 
 
 def render_plan(
-    view: RawPlanView,
+    plan: RawPlanView,
+    /,
     audience: Audience = "operator",
     issues: Sequence[PlanIssue] | None = None,
+    *,
+    view: RenderView = "as_planned",
+    run: RunProjection | None = None,
 ) -> str:
     """The plan as prose, for an ``operator`` deciding on it or a ``model`` editing it.
 
     Args:
-        view: The folded plan.
+        plan: The folded plan.
         audience: ``operator`` shows references as what they read and ends with how to
             approve; ``model`` shows references in their wire form (``{"$ref": ...}``), ready
             to copy into an op.
-        issues: Freeze issues to list at the end (``None`` omits the section).
+        issues: Freeze issues to list after the steps (``None`` omits the section).
+        view: ``as_planned`` (what an approval binds) or ``as_executed`` (what ``run`` did).
+        run: The run's projection; required for ``as_executed``.
 
     Returns:
         Text lines ending with a newline.
 
+    Raises:
+        ValueError: ``as_executed`` without ``run``.
+
     """
-    structure = PlanStructure.of(view)
+    if view == "as_executed" and run is None:
+        raise ValueError("render_plan(view='as_executed') needs the run's projection: run=...")
+    executed = run if view == "as_executed" else None
+    structure = PlanStructure.of(plan)
     out: list[str] = []
-    out += _header(view, audience)
-    out += _lineage(view)
-    out += _bounds(view)
-    out.append("Steps, in execution order:")
-    out.append("")
+    out += _header(plan, audience, executed)
+    out += _lineage(plan)
+    out += _bounds(plan)
     graph = structure.graph
     order = structure.order if structure.order is not None else layout_order(graph)
     steps = {graph.ids[node]: n for n, node in enumerate(order, start=1)}
-    for number, index in enumerate(order, start=1):
-        node = view.nodes[index]
-        out += _node_block(structure, index, node, number, steps, audience)
+    if order:
+        out.append("Steps, in execution order:")
         out.append("")
-    out += _authority(view)
+    else:
+        out += ["Steps: none (the plan has no nodes yet).", ""]
+    for number, index in enumerate(order, start=1):
+        node = plan.nodes[index]
+        out += _node_block(structure, index, node, number, steps, audience, executed)
+        out.append("")
     if issues is not None:
         out += _issues(issues)
-    out += _footer(view, audience, issues)
+    out += _authority(plan)
+    out += _footer(plan, audience, issues, executed)
     return "\n".join(out) + "\n"
+
+
+def node_run_status(run: RunProjection, node_id: str) -> str:
+    """A node's status in ``run``: the fold's, or ``not reached`` once the run has ended."""
+    status = run.node_status_by_id.get(node_id)
+    if status is not None:
+        return status
+    return "pending" if run.outcome == "running" else "not reached"
+
+
+_INTERRUPTION_LABELS = {
+    "budget_exhausted": "step budget exhausted after {settled} settlement(s)",
+    "deviation_abort": "deviation abort: {detail}",
+    "node_failed": "node {node_id} failed (unhandled)",
+    "predicate_unevaluatable": "predicate unevaluatable at node {node_id}",
+    "join_unsatisfiable": "join {node_id} unsatisfiable",
+    "output_schema_violation": "output schema violated at node {node_id}",
+}
+"""The contract's label per interruption kind; the kinds without details read as their name."""
+
+
+def describe_interruption(cause: InterruptionCause) -> str:
+    """Why a run stopped short, in the contract's words (``node x failed (unhandled)``)."""
+    if isinstance(cause, AuthorityRevoked):
+        return f"authority revoked: {describe_claim(cause.claim)}"
+    template = _INTERRUPTION_LABELS.get(cause.kind)
+    if template is None:
+        return cause.kind.replace("_", " ")
+    return template.format(**cause.model_dump(by_alias=False))
 
 
 # -- sections --------------------------------------------------------------------------------
 
 
-def _header(view: RawPlanView, audience: Audience) -> list[str]:
-    who = "Operator view: read this before approving." if audience == "operator" else "Model view."
-    return [
-        f"Plan {view.plan_id}",
-        f"digest: {view.digest}",
-        f"revision: {view.revision}",
-        who,
-        "",
-    ]
+def _header(view: RawPlanView, audience: Audience, run: RunProjection | None) -> list[str]:
+    if run is None:
+        who = (
+            "Operator view: read this before approving."
+            if audience == "operator"
+            else "Model view."
+        )
+    else:
+        who = f"{audience.capitalize()} view, as executed: what the run did."
+    lines = [f"Plan {view.plan_id}", f"digest: {view.digest}", f"revision: {view.revision}", who]
+    if run is not None:
+        lines.append(f"run: {run.run_id} · outcome: {run.outcome}")
+        if run.digest != view.digest:
+            lines.append(
+                f"WARNING: the run started against digest {run.digest}, not this revision's"
+            )
+        if run.interruption is not None:
+            lines.append(f"interrupted: {describe_interruption(run.interruption)}")
+        for frame in run.indeterminate:
+            lines.append(
+                f"waiting for you: call {frame.node_id} has an unknown outcome; answer it with "
+                f"`orch run resolve {view.plan_id} {frame.key} retry|skip|abort`"
+            )
+    return [*lines, ""]
 
 
 def _lineage(view: RawPlanView) -> list[str]:
@@ -151,12 +235,29 @@ def _bounds(view: RawPlanView) -> list[str]:
 
 
 def _authority(view: RawPlanView) -> list[str]:
-    claims = authority_set(view)
-    lines = ["Authority requested (the approval binds exactly this set):"]
-    if not claims:
-        lines.append("  (no reachable call claims any authority)")
-    lines += [f"  · {describe_claim(c)}" for c in claims]
-    return [*lines, ""]
+    """The closing section: every call's claims, grouped by capability.
+
+    Calls that cannot run are included (an operator should see everything the content
+    asks for); their claims, which an approval does not bind, are marked.
+    """
+    bound = {claim_key(c) for c in authority_set(view)}
+    grouped: dict[str, dict[tuple[str, int, str], AuthorityClaim]] = {}
+    for node in view.nodes:
+        if not isinstance(node.definition, CallDefinition):
+            continue
+        for claim in node.definition.authority:
+            order: tuple[str, int, str] = (claim.scope, _VERB_RANK.get(claim.verb, 5), claim.verb)
+            grouped.setdefault(claim.capability, {}).setdefault(order, claim)
+    lines = ["Total authority requested (the approval binds exactly this set):"]
+    if not grouped:
+        lines.append("  (no call claims any authority)")
+    for capability in sorted(grouped):
+        lines.append(f"  {capability}:")
+        for order in sorted(grouped[capability]):
+            claim = grouped[capability][order]
+            note = "" if claim_key(claim) in bound else "  (unreachable call: not bound)"
+            lines.append(f"    · {claim.scope} · {claim.verb}{note}")
+    return lines
 
 
 def _issues(issues: Sequence[PlanIssue]) -> list[str]:
@@ -175,9 +276,14 @@ def _issues(issues: Sequence[PlanIssue]) -> list[str]:
 
 
 def _footer(
-    view: RawPlanView, audience: Audience, issues: Sequence[PlanIssue] | None
+    view: RawPlanView,
+    audience: Audience,
+    issues: Sequence[PlanIssue] | None,
+    run: RunProjection | None,
 ) -> list[str]:
     blocking = sum(1 for i in issues or () if i.severity == "blocking")
+    if run is not None:
+        return [f"This set was approved with digest {run.digest} and used by run {run.run_id}."]
     if audience == "model":
         return [
             "To change this plan, append ops citing the node and edge ids above verbatim; "
@@ -204,8 +310,10 @@ def _node_block(
     number: int,
     steps: dict[str, int],
     audience: Audience,
+    run: RunProjection | None,
 ) -> list[str]:
     d = node.definition
+    outputs = run.outputs if run is not None else None
     title = f"{number}. {node.kind.upper()} `{node.id}`"
     if isinstance(d, CallDefinition):
         title += f" — tool {d.tool}"
@@ -213,23 +321,28 @@ def _node_block(
         title += f"  [phase: {node.phase}]"
     if structure.entry is not None and not structure.live[index] and node.kind != "entry":
         title += "  (UNREACHABLE: never runs)"
+    if run is not None:
+        title += f" [{node_run_status(run, node.id)}]"
     lines = [title]
     if isinstance(d, EntryDefinition):
         lines += _fields("inputs", d.input)
     elif isinstance(d, CallDefinition):
-        lines += _call(d, audience)
+        lines += _call(d, audience, outputs)
     elif isinstance(d, ReasonDefinition):
-        lines.append(f"{_INDENT}prompt:")
+        if not d.prompt:
+            lines.append(f"{_INDENT}prompt: (empty)")
+        else:
+            lines.append(f"{_INDENT}prompt:")
         for part in d.prompt:
             if isinstance(part, TextPart):
                 lines.append(f"{_INDENT}  text: {json.dumps(part.text, ensure_ascii=False)}")
             else:
-                lines.append(f"{_INDENT}  reads: {describe_ref(part, audience)}")
+                lines.append(f"{_INDENT}  reads: {_describe(part, audience, outputs)}")
         lines.append(f"{_INDENT}answers with: {d.output_schema}")
         lines.append(f"{_INDENT}max attempts: {d.max_attempts}")
     elif isinstance(d, TransformDefinition):
-        lines.append(f"{_INDENT}source: {describe_ref(d.source, audience)}")
-        lines.append(f"{_INDENT}steps:")
+        lines.append(f"{_INDENT}source: {_describe(d.source, audience, outputs)}")
+        lines.append(f"{_INDENT}steps:" if d.steps else f"{_INDENT}steps: (none)")
         for i, step in enumerate(d.steps, start=1):
             args = "" if not step.args else " " + _describe_mapping(step.args, audience)
             lines.append(f"{_INDENT}  {i}. {step.name}{args}")
@@ -249,16 +362,18 @@ def _node_block(
         lines.append(f"{_INDENT}cases: {', '.join(d.cases) if d.cases else '(none)'}")
     elif node.kind == "join":
         lines += _join(structure, index)
-    lines += _next(structure, index, steps)
+    lines += _next(structure, index, steps, run)
     return lines
 
 
-def _call(d: CallDefinition, audience: Audience) -> list[str]:
+def _call(
+    d: CallDefinition, audience: Audience, outputs: Mapping[str, NodeOutput] | None
+) -> list[str]:
     lines: list[str] = []
     if d.args:
         lines.append(f"{_INDENT}args:")
         for key in sorted(d.args):
-            lines.append(f"{_INDENT}  {key}: {_describe(d.args[key], audience)}")
+            lines.append(f"{_INDENT}  {key}: {_describe(d.args[key], audience, outputs)}")
     else:
         lines.append(f"{_INDENT}args: (none)")
     lines += _fields("output", d.output)
@@ -276,7 +391,7 @@ def _call(d: CallDefinition, audience: Audience) -> list[str]:
     elif verbs & _MUTATING:
         lines.append(f"{_INDENT}THIS MODIFIES DATA.")
     else:
-        lines.append(f"{_INDENT}Read-only: every declared verb is list or read.")
+        lines.append(f"{_INDENT}Read-only: makes no changes (every declared verb is list or read).")
     safe = {
         True: "yes — a repeat with the same arguments is harmless",
         False: "NO — a repeat may duplicate its effect",
@@ -285,7 +400,7 @@ def _call(d: CallDefinition, audience: Audience) -> list[str]:
     lines.append(f"{_INDENT}replay-safe: {safe}")
     interrupted = {
         "retry": "retried",
-        "halt": "stopped, waiting for an operator's decision",
+        "halt": "this step will stop and wait for you (retry, skip or abort it)",
         "skip": "SKIPPED — later steps proceed though its effect is UNKNOWN",
         None: "NOT SET",
     }[d.on_indeterminate]
@@ -320,7 +435,9 @@ def _join(structure: PlanStructure, index: int) -> list[str]:
     ]
 
 
-def _next(structure: PlanStructure, index: int, steps: dict[str, int]) -> list[str]:
+def _next(
+    structure: PlanStructure, index: int, steps: dict[str, int], run: RunProjection | None
+) -> list[str]:
     graph = structure.graph
     edges = graph.out_edges[index]
     if not edges:
@@ -328,11 +445,25 @@ def _next(structure: PlanStructure, index: int, steps: dict[str, int]) -> list[s
     lines = [f"{_INDENT}then:"]
     for e in edges:
         target = graph.ids[graph.dst[e]]
-        lines.append(
+        line = (
             f"{_INDENT}  {_handle_label(graph.handles[e])} → {target} "
             f"(step {steps.get(target, '?')}, edge {graph.edge_ids[e]})"
         )
+        if run is not None:
+            line += _taken(run, graph.edge_ids[e])
+        lines.append(line)
     return lines
+
+
+def _taken(run: RunProjection, edge_id: str) -> str:
+    """`` [taken · evidence: ...]`` for an edge the run took (``2×`` when more than once)."""
+    records = [r for r in run.edges_taken if r.edge_id == edge_id]
+    if not records:
+        return ""
+    times = f" {len(records)}×" if len(records) > 1 else ""
+    evidence = list(dict.fromkeys(format_value(r.evidence) for r in records if r.evidence))
+    said = f" · evidence: {'; '.join(evidence)}" if evidence else ""
+    return f"  [taken{times}{said}]"
 
 
 def _handle_label(handle: str) -> str:
@@ -387,19 +518,36 @@ def _route(branch: BranchId) -> str:
     return " → ".join(parts)
 
 
-def _describe(value: Any, audience: Audience) -> str:
+def _describe(
+    value: Any, audience: Audience, outputs: Mapping[str, NodeOutput] | None = None
+) -> str:
     if type(value) is NodeRef:
-        return describe_ref(value, audience)
+        return describe_ref(value, audience) + _resolved(value, outputs)
     if type(value) is list:
-        return "[" + ", ".join(_describe(v, audience) for v in value) + "]"
+        return "[" + ", ".join(_describe(v, audience, outputs) for v in value) + "]"
     if type(value) is dict and all(type(k) is str for k in value):
-        return _describe_mapping(value, audience)
+        return _describe_mapping(value, audience, outputs)
     return format_value(value)
 
 
-def _describe_mapping(value: dict[str, Any], audience: Audience) -> str:
+def _resolved(ref: NodeRef, outputs: Mapping[str, NodeOutput] | None) -> str:
+    """`` ⇒ <value>`` when the run's outputs (run-wide) resolve the reference, else nothing."""
+    if outputs is None:
+        return ""
+    value = resolve_ref(ref, outputs)
+    if value is MISSING:
+        return ""
+    text = format_value(value)
+    if len(text) > _RESOLVED_CHARS:
+        text = text[:_RESOLVED_CHARS] + "…"
+    return f" ⇒ {text}"
+
+
+def _describe_mapping(
+    value: dict[str, Any], audience: Audience, outputs: Mapping[str, NodeOutput] | None = None
+) -> str:
     inner = ", ".join(
-        f"{json.dumps(k, ensure_ascii=False)}: {_describe(value[k], audience)}"
+        f"{json.dumps(k, ensure_ascii=False)}: {_describe(value[k], audience, outputs)}"
         for k in sorted(value)
     )
     return "{" + inner + "}"

@@ -22,6 +22,7 @@ import structlog
 from activities.reasoners import reasoner_from_env
 from orchestration.artifacts import FileSpoolStore
 from orchestration.cli.common import load_object, open_store
+from orchestration.cli.temporal import add_temporal_flags
 from orchestration.exiting import exit_process
 from orchestration.signing import load_public_key
 from orchestration.toolbox import Toolbox
@@ -35,9 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The worker's command line."""
     parser = argparse.ArgumentParser(prog="python -m workers", description=__doc__)
     parser.add_argument("--toolbox", required=True, help="module:attribute of the worker's Toolbox")
-    parser.add_argument("--task-queue", default=os.environ.get("ORCH_TASK_QUEUE", "plans"))
-    parser.add_argument("--address", default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
-    parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", "default"))
+    add_temporal_flags(parser)
     parser.add_argument("--log-level", default=os.environ.get("ORCH_LOG_LEVEL", "INFO"))
     parser.add_argument(
         "--store",

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from orchestration.api import Orchestration, create_orchestration
 from orchestration.cli.common import (
@@ -25,6 +26,7 @@ from orchestration.cli.common import (
     open_store,
 )
 from orchestration.cli.review import load_cells, load_tools
+from orchestration.run.host import RunHost
 from orchestration.templates import PlanTemplate
 
 __all__ = ["add_assembly_flags", "load_templates", "open_orchestration"]
@@ -75,8 +77,12 @@ def load_templates(spec: str | None) -> list[PlanTemplate]:
     )
 
 
-async def open_orchestration(args: argparse.Namespace) -> Orchestration:
+async def open_orchestration(
+    args: argparse.Namespace, runs: Callable[[Any], RunHost] | None = None
+) -> Orchestration:
     """The facade over ``--store`` with the allowlist, cells and templates of the flags.
+
+    ``runs`` makes the run host for the opened store (default: in process, over the store).
 
     Raises:
         CliError: ``tools_required`` without ``--tools``; a bad import spec.
@@ -89,10 +95,12 @@ async def open_orchestration(args: argparse.Namespace) -> Orchestration:
             "templates are checked against the tool allowlist; pass --tools module:attr (or "
             "set ORCH_TOOLS)",
         )
+    store = open_store(args.store)
     return await create_orchestration(
-        store=open_store(args.store),
+        store=store,
         invocable=load_tools(args.tools),
         evaluators=load_cells(args.cells),
         templates=load_templates(args.templates),
         strict_authority=args.strict_authority,
+        runs=runs(store) if runs is not None else None,
     )

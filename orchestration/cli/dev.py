@@ -3,7 +3,9 @@
 The server persists to a SQLite file under ``--data`` (so runs survive a restart), serves the
 Web UI, and has the plan search attributes registered; the worker runs ``PlanRun`` with the
 toolbox named by ``--toolbox``, spools artifacts under ``--data``, and answers reason nodes with
-the reasoner the environment configures (``ORCH_REASONER``; none by default).
+the reasoner the environment configures (``ORCH_REASONER``; none by default). With
+``ORCH_CODEC_KEYS`` set, the worker encrypts every payload with those keys, exactly as
+``python -m workers`` does.
 """
 
 from __future__ import annotations
@@ -15,19 +17,53 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from orchestration.cli.common import add_store_flag, load_object, open_store, run_async
+from orchestration.cli.common import CliError, add_store_flag, load_object, open_store, run_async
+from orchestration.toolbox import Toolbox
 
 __all__ = ["register"]
 
 
 def register(commands: Any) -> None:
     """Add the ``dev`` command."""
-    dev = commands.add_parser("dev", help="run a local Temporal dev server and a worker")
-    dev.add_argument("--data", default=".data/dev", help="folder for the server's SQLite file")
-    dev.add_argument("--toolbox", default="workers.example_tools:TOOLBOX")
-    dev.add_argument("--port", type=int, default=7233)
-    dev.add_argument("--ui-port", type=int, default=8233)
-    dev.add_argument("--task-queue", default="plans")
+    dev = commands.add_parser(
+        "dev",
+        help="run a local Temporal dev server and a worker",
+        description="Run a local Temporal dev server (persisted in SQLite, Web UI on) and one "
+        "worker polling a task queue, until Ctrl-C. Then `orch run start` in another terminal "
+        "runs approved plans on it.",
+    )
+    dev.add_argument(
+        "--data",
+        default=".data/dev",
+        help="folder for the server's SQLite file (temporal.sqlite3), its log and the artifact "
+        "spool; runs survive a restart with the same folder (default %(default)s, relative "
+        "to the current directory)",
+    )
+    dev.add_argument(
+        "--toolbox",
+        default="workers.example_tools:TOOLBOX",
+        help="module:attribute of the worker's Toolbox: the tools plans may call (default "
+        "%(default)s, files and SQLite tools for trying things out)",
+    )
+    dev.add_argument(
+        "--port",
+        type=int,
+        default=7233,
+        help="the Temporal frontend's port: what --address (TEMPORAL_ADDRESS) of the other "
+        "commands points at, as 127.0.0.1:PORT (default %(default)s)",
+    )
+    dev.add_argument(
+        "--ui-port",
+        type=int,
+        default=8233,
+        help="the Temporal Web UI's port, http://127.0.0.1:PORT (default %(default)s)",
+    )
+    dev.add_argument(
+        "--task-queue",
+        default="plans",
+        help="the task queue the worker polls; `orch run start --task-queue` must name the "
+        "same one (default %(default)s)",
+    )
     add_store_flag(dev)
     dev.set_defaults(handler=_dev)
 
@@ -39,11 +75,19 @@ def _dev(args: argparse.Namespace) -> int:
     from workers.logging import configure_logging
 
     configure_logging(os.environ.get("ORCH_LOG_LEVEL", "INFO"))  # JSON lines on stderr
+    from workers.codec import codec_from_env
     from workers.worker import build_worker, connect
 
     async def go() -> int:
         data = Path(args.data).resolve()
         toolbox = load_object(args.toolbox)
+        if not isinstance(toolbox, Toolbox):
+            raise CliError(
+                "bad_toolbox",
+                f"{args.toolbox} is a {type(toolbox).__name__}, not a Toolbox — point --toolbox "
+                "at an orchestration.toolbox.Toolbox",
+            )
+        codec = codec_from_env()
         server = DevServer(
             db_file=data / "temporal.sqlite3",
             port=args.port,
@@ -52,7 +96,7 @@ def _dev(args: argparse.Namespace) -> int:
         )
         store = open_store(args.store)
         async with server:
-            client = await connect(server.address)
+            client = await connect(server.address, payload_codec=codec)
             worker = build_worker(
                 client,
                 task_queue=args.task_queue,
@@ -63,6 +107,8 @@ def _dev(args: argparse.Namespace) -> int:
             )
             async with worker:
                 print(f"Temporal at {server.address}; Web UI at {server.ui_url}")
+                if client.data_converter.payload_codec is not None:
+                    print("payloads are encrypted with the keys in ORCH_CODEC_KEYS")
                 print(
                     f"worker polling task queue {args.task_queue!r} with tools: "
                     f"{', '.join(toolbox.names())}"

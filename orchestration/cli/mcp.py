@@ -3,6 +3,8 @@
 Point an MCP client at ``orch mcp --tier authoring --store plans.sqlite3 --tools
 pkg.tools:TOOLS`` (plus ``--templates`` for the front tier's templates). Stdout carries the
 protocol, so nothing else is printed there; a refusal to start goes to stderr with its code.
+``--address``/``--namespace`` name the Temporal server runs are read from when a tool asks for
+a plan as executed; nothing connects to it before then.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def register(commands: Any) -> None:
 
 def _mcp(args: argparse.Namespace) -> int:
     async def go() -> int:
+        # Runs are read from the plan store, where workers mirror their logs.
         orch = await open_orchestration(args)
         try:
             try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
-from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -23,6 +22,8 @@ from orchestration.cli.common import (
     add_json_flag,
     add_store_flag,
     emit,
+    load_json_text,
+    read_text_file,
     with_store,
 )
 from orchestration.predicates.structured import AUTHORING_GUIDE
@@ -72,8 +73,18 @@ def register(commands: Any) -> None:
 
     ops = sub.add_parser("ops", help="the raw op log in append order")
     ops.add_argument("plan_id")
-    ops.add_argument("--through-revision", type=int)
-    ops.add_argument("--since-lamport", type=int)
+    ops.add_argument(
+        "--through-revision",
+        type=int,
+        metavar="N",
+        help="only the first N ops in append order (the ops revision N was folded from)",
+    )
+    ops.add_argument(
+        "--since-lamport",
+        type=int,
+        metavar="L",
+        help="only ops whose Lamport time is greater than L (what changed since an op you saw)",
+    )
     add_store_flag(ops)
     add_json_flag(ops)
     ops.set_defaults(handler=_ops)
@@ -100,6 +111,21 @@ def register(commands: Any) -> None:
     add_json_flag(clone)
     clone.set_defaults(handler=_clone)
 
+    graph = sub.add_parser(
+        "graph",
+        help="draw the plan as Mermaid, DOT or SVG",
+        description="Draw the plan: node kinds by shape, edge handles as labels (unlabelled: "
+        "always; dashed: error), joins with the arrivals they wait for. `orch run graph` "
+        "colours the same picture by a run.",
+    )
+    graph.add_argument("plan_id")
+    graph.add_argument("--format", choices=["mermaid", "dot", "svg"], default="mermaid")
+    graph.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
+    graph.add_argument("--revision", type=int, help="draw the first N ops (default: all)")
+    add_store_flag(graph)
+    add_json_flag(graph)
+    graph.set_defaults(handler=_graph)
+
     try:
         from orchestration.cli import review
     except ImportError:  # pragma: no cover - the review commands ship with the package
@@ -124,11 +150,7 @@ def _new(args: argparse.Namespace) -> int:
 
 def read_op_file(path: str, author: PlanAuthor) -> list[PlanOp]:
     """Parse an op file, minting missing identity fields with ``author``."""
-    raw_text = Path(path).read_text() if path != "-" else _stdin()
-    try:
-        raw = json.loads(raw_text)
-    except json.JSONDecodeError as exc:
-        raise CliError("bad_ops_file", f"{path} is not JSON ({exc}); fix the syntax") from exc
+    raw = load_json_text(read_text_file(path, "the op file"), path, "bad_ops_file")
     if not isinstance(raw, list) or not all(isinstance(op, dict) for op in raw):
         raise CliError("bad_ops_file", f"{path} must hold a JSON array of op objects")
     for op in raw:
@@ -140,6 +162,12 @@ def read_op_file(path: str, author: PlanAuthor) -> list[PlanOp]:
             op.setdefault("at", minted["at"])
     try:
         return _OPS.validate_json(json.dumps(raw))
+    except RecursionError as exc:
+        raise CliError(
+            "bad_ops_file",
+            f"{path} holds values nested too deeply to read — keep them under a few hundred "
+            "levels of nesting",
+        ) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -147,12 +175,6 @@ def read_op_file(path: str, author: PlanAuthor) -> list[PlanOp]:
             "invalid_op",
             f"{path}: op {where}: {first['msg']}; see `orch schema` for the op shapes",
         ) from exc
-
-
-def _stdin() -> str:
-    import sys
-
-    return sys.stdin.read()
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -304,3 +326,12 @@ def _clone(args: argparse.Namespace) -> int:
         args, result, lambda: f"cloned into {result.plan_id} (editable, revision {result.revision})"
     )
     return 0
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from orchestration.cli.pictures import draw
+
+    async def go(store: Any) -> Any:
+        return (await store.fold(args.plan_id, revision=args.revision)).view
+
+    return draw(args, with_store(args, go), None)

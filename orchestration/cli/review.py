@@ -35,6 +35,7 @@ from orchestration.cli.common import (
     add_store_flag,
     add_strict_authority_flag,
     emit,
+    jsonable,
     load_object,
     open_store,
     run_async,
@@ -215,14 +216,17 @@ def _freeze(args: argparse.Namespace) -> int:
         )
         return "\n".join([head, *issue_lines(result.issues)])
 
-    emit(args, result, text)
-    if not result.ok:
-        blocking = sum(1 for i in result.issues if i.severity == "blocking")
-        raise CliError(
-            "freeze_refused",
-            f"{blocking} blocking issue(s); fix each as its message says and freeze again",
-        )
-    return 0
+    if result.ok:
+        emit(args, result, text)
+        return 0
+    if not args.json:
+        print(text())
+    blocking = sum(1 for i in result.issues if i.severity == "blocking")
+    raise CliError(
+        "freeze_refused",
+        f"{blocking} blocking issue(s); fix each as its message says and freeze again",
+        details=jsonable({"issues": result.issues}),
+    )
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -8,10 +8,9 @@ both on this machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from orchestration.cli.common import (
@@ -19,29 +18,18 @@ from orchestration.cli.common import (
     add_json_flag,
     add_store_flag,
     emit,
+    load_json_text,
     open_store,
+    read_text_file,
     run_async,
 )
+from orchestration.cli.failures import outcome_exit
 from orchestration.cli.progress import describe_event, describe_projection, follow_run
+from orchestration.cli.temporal import add_temporal_flags, connect_client
 
 __all__ = ["add_temporal_flags", "register"]
 
 T = TypeVar("T")
-
-
-def add_temporal_flags(parser: argparse.ArgumentParser) -> None:
-    """``--address``, ``--namespace``, ``--task-queue`` (with environment defaults)."""
-    parser.add_argument(
-        "--address",
-        default=os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-        help="Temporal frontend (env TEMPORAL_ADDRESS; default %(default)s)",
-    )
-    parser.add_argument("--namespace", default=os.environ.get("TEMPORAL_NAMESPACE", "default"))
-    parser.add_argument(
-        "--task-queue",
-        default=os.environ.get("ORCH_TASK_QUEUE", "plans"),
-        help="task queue the workers poll (env ORCH_TASK_QUEUE; default %(default)s)",
-    )
 
 
 def register(commands: Any) -> None:
@@ -49,7 +37,12 @@ def register(commands: Any) -> None:
     run = commands.add_parser("run", help="start, watch and operate a plan's one run")
     sub = run.add_subparsers(dest="run_command", required=True, metavar="COMMAND")
 
-    start = sub.add_parser("start", help="start an approved plan's one run")
+    start = sub.add_parser(
+        "start",
+        help="start an approved plan's one run",
+        description="Start an approved plan's one run. With --watch, follow it and exit 0 "
+        "only if it completed (4 halted, 5 aborted, 6 cancelled; see `orch --help`).",
+    )
     start.add_argument("plan_id")
     start.add_argument("--input", default="{}", help="the run input as a JSON object")
     start.add_argument("--input-file", help="read the run input from a JSON file")
@@ -77,11 +70,28 @@ def register(commands: Any) -> None:
         "their plan store)",
     )
 
-    watch = sub.add_parser("watch", help="follow a run's progress until it settles")
+    watch = sub.add_parser(
+        "watch",
+        help="follow a run's progress until it settles",
+        description="Follow a run until it settles; exit 0 only if it completed (4 halted, "
+        "5 aborted, 6 cancelled, 7 closed without settling; see `orch --help`).",
+    )
     watch.add_argument("plan_id")
 
     show = sub.add_parser("show", help="the run's projection (folded from its whole log)")
     show.add_argument("plan_id")
+    show.add_argument(
+        "--render",
+        action="store_true",
+        help="print the plan as executed: each node's status, the edges taken with their "
+        "evidence, and what each reference read",
+    )
+    show.add_argument(
+        "--audience",
+        choices=["operator", "model"],
+        default="operator",
+        help="with --render: operator prose (default) or the model's wire-form references",
+    )
 
     log = sub.add_parser("log", help="the run's event log")
     log.add_argument("plan_id")
@@ -94,7 +104,22 @@ def register(commands: Any) -> None:
     resolve.add_argument("plan_id")
     resolve.add_argument("frame_key", help="the halted frame (see `orch run show`)")
     resolve.add_argument("decision", choices=["retry", "skip", "abort"])
-    resolve.add_argument("--by", default=os.environ.get("USER", "operator"))
+    resolve.add_argument(
+        "--by",
+        default=os.environ.get("USER", "operator"),
+        help="who decides, recorded with the decision in the run's history (default: $USER, "
+        "here %(default)s)",
+    )
+
+    graph = sub.add_parser(
+        "graph",
+        help="draw the plan with each node coloured by its status in the run",
+        description="Draw the plan (mermaid, dot or svg) with each node coloured by its "
+        "status in the run and the edges the run took drawn bold.",
+    )
+    graph.add_argument("plan_id")
+    graph.add_argument("--format", choices=["mermaid", "dot", "svg"], default="mermaid")
+    graph.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
 
     for parser, handler in (
         (start, _start),
@@ -105,6 +130,7 @@ def register(commands: Any) -> None:
         (log, _log),
         (stop, _stop),
         (resolve, _resolve),
+        (graph, _graph),
     ):
         add_store_flag(parser)
         add_temporal_flags(parser)
@@ -114,25 +140,25 @@ def register(commands: Any) -> None:
 
 async def _runs(args: argparse.Namespace) -> Any:
     from workers.runs import TemporalRuns
-    from workers.worker import connect
 
-    try:
-        client = await connect(args.address, args.namespace)
-    except Exception as exc:  # noqa: BLE001 - any connection failure has the same fix
-        raise CliError(
-            "temporal_unreachable",
-            f"cannot reach Temporal at {args.address} ({exc}); start one with `orch dev` or "
-            "pass --address",
-        ) from exc
+    client = await connect_client(args.address, args.namespace)
     return TemporalRuns(client, open_store(args.store), task_queue=args.task_queue)
 
 
-def _with_runs(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Connect to Temporal and the store, run ``work(runs)`` to completion, close the store."""
+def _with_runs(
+    args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *, reads: bool = False
+) -> T:
+    """Connect to Temporal and the store, run ``work(runs)`` to completion, close the store.
+
+    With ``reads``, first check that this client can decode the run's payloads (see
+    :func:`_check_readable`).
+    """
 
     async def runner() -> T:
         runs = await _runs(args)
         try:
+            if reads:
+                await _check_readable(runs, args.plan_id)
             return await work(runs)
         finally:
             await runs.store.close()
@@ -140,36 +166,65 @@ def _with_runs(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) ->
     return run_async(runner)
 
 
+async def _check_readable(runs: Any, plan_id: str) -> None:
+    """Decode the run's first payload, so a missing or wrong codec key is refused by name.
+
+    A closed run's log is rebuilt by replaying its history; a payload the codec cannot open
+    would fail inside the replayer as an opaque workflow-task failure. One payload decoded
+    here raises the codec's own error (``codec_key``, ``codec_decrypt_failed``) instead.
+    """
+    from orchestration.execution import workflow_id_for
+
+    codec = runs.client.data_converter.payload_codec
+    handle = runs.client.get_workflow_handle(workflow_id_for(plan_id))
+    async for event in handle.fetch_history_events(page_size=1):
+        payloads = list(event.workflow_execution_started_event_attributes.input.payloads)
+        if codec is not None and payloads:
+            await codec.decode(payloads)
+        return
+
+
 def _input(args: argparse.Namespace) -> dict[str, Any]:
-    text = Path(args.input_file).read_text() if args.input_file else args.input
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError("bad_input", f"the run input is not JSON ({exc}); pass an object") from exc
+    if args.input_file:
+        text, where = read_text_file(args.input_file, "the run input file"), args.input_file
+    else:
+        text, where = args.input, "--input"
+    value = load_json_text(text, f"the run input ({where})", "bad_input")
     if not isinstance(value, dict):
         raise CliError("bad_input", "the run input must be a JSON object of the entry's fields")
     from orchestration.encoding import from_json_value
 
-    return {k: from_json_value(v, "none", k) for k, v in value.items()}
+    try:
+        return {k: from_json_value(v, "none", k) for k, v in value.items()}
+    except ValueError as exc:
+        raise CliError("bad_input", f"the run input holds a value it cannot use ({exc})") from exc
+
+
+def _progress(args: argparse.Namespace) -> Callable[[str], None]:
+    """Where live progress lines go: stdout, or stderr when stdout carries the JSON."""
+    stream = sys.stderr if args.json else sys.stdout
+    return lambda line: print(line, file=stream, flush=True)
 
 
 def _start(args: argparse.Namespace) -> int:
+    run_input = _input(args)
+
     async def go(runs: Any) -> Any:
-        handle = await runs.start(args.plan_id, _input(args), resume_run_id=args.resume)
+        handle = await runs.start(args.plan_id, run_input, resume_run_id=args.resume)
         if args.watch:
-            await follow_run(runs, args.plan_id, print)
+            await follow_run(runs, args.plan_id, _progress(args))
             return await runs.projection(args.plan_id)
         return {"runId": handle.id, "planId": args.plan_id}
 
     result = _with_runs(args, go)
     if args.watch:
         emit(args, result, lambda: describe_projection(result))
-    else:
-        emit(
-            args,
-            result,
-            lambda: f"started {result['runId']}; follow it: orch run watch {args.plan_id}",
-        )
+        return outcome_exit(result, args.plan_id)
+    emit(
+        args,
+        result,
+        lambda: f"started {result['runId']}; follow it: orch run watch {args.plan_id}",
+    )
     return 0
 
 
@@ -179,13 +234,14 @@ def _resume(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
         handle = await runs.start(args.plan_id, {}, resume_run_id=workflow_id_for(args.plan_id))
         if args.watch:
-            await follow_run(runs, args.plan_id, print)
+            await follow_run(runs, args.plan_id, _progress(args))
             return await runs.projection(args.plan_id)
         return {"runId": handle.id, "planId": args.plan_id, "resumed": True}
 
     result = _with_runs(args, go)
     if args.watch:
         emit(args, result, lambda: describe_projection(result))
+        return outcome_exit(result, args.plan_id)
     else:
         emit(
             args,
@@ -223,20 +279,30 @@ def _start_input(args: argparse.Namespace) -> int:
 
 def _watch(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
-        await follow_run(runs, args.plan_id, print)
+        await follow_run(runs, args.plan_id, _progress(args))
         return await runs.projection(args.plan_id)
 
-    projection = _with_runs(args, go)
+    projection = _with_runs(args, go, reads=True)
     emit(args, projection, lambda: describe_projection(projection))
-    return 0
+    return outcome_exit(projection, args.plan_id)
 
 
 def _show(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
-        return await runs.projection(args.plan_id)
+        projection = await runs.projection(args.plan_id)
+        if not args.render:
+            return projection, None
+        from orchestration.render import render_plan
 
-    projection = _with_runs(args, go)
-    emit(args, projection, lambda: describe_projection(projection))
+        view = (await runs.store.fold(args.plan_id)).view
+        return projection, render_plan(view, args.audience, view="as_executed", run=projection)
+
+    projection, text = _with_runs(args, go, reads=True)
+    if text is None:
+        emit(args, projection, lambda: describe_projection(projection))
+    else:
+        payload = {"planId": args.plan_id, "projection": projection, "text": text}
+        emit(args, payload, lambda: text.rstrip("\n"))
     return 0
 
 
@@ -244,13 +310,29 @@ def _log(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
         return await runs.read_events(args.plan_id)
 
-    events = _with_runs(args, go)
+    events = _with_runs(args, go, reads=True)
     emit(args, events, lambda: "\n".join(line for e in events if (line := describe_event(e))))
     return 0
 
 
+async def _require_open(runs: Any, plan_id: str) -> None:
+    """Refuse to operate a run that has closed: a signal or cancel would change nothing."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from orchestration.execution import workflow_id_for
+
+    description = await runs.client.get_workflow_handle(workflow_id_for(plan_id)).describe()
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        raise CliError(
+            "run_closed",
+            f"the run of plan {plan_id} has already ended, so it can no longer be stopped or "
+            f"answered — read how it ended with `orch run show {plan_id}`",
+        )
+
+
 def _stop(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> None:
+        await _require_open(runs, args.plan_id)
         if args.cancel:
             await runs.cancel(args.plan_id)
         else:
@@ -264,9 +346,22 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _resolve(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> str:
+        await _require_open(runs, args.plan_id)
         answer: str = await runs.resolve(args.plan_id, args.frame_key, args.decision, args.by)
         return answer
 
     answer = _with_runs(args, go)
     emit(args, {"answer": answer}, lambda: answer)
     return 0
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from orchestration.cli.pictures import draw
+
+    async def go(runs: Any) -> Any:
+        projection = await runs.projection(args.plan_id)
+        view = (await runs.store.fold(args.plan_id)).view
+        return view, projection
+
+    view, projection = _with_runs(args, go, reads=True)
+    return draw(args, view, projection)

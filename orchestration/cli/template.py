@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from orchestration.cli.assembly import add_assembly_flags, open_orchestration
-from orchestration.cli.common import CliError, add_json_flag, emit, run_async
+from orchestration.cli.common import (
+    CliError,
+    add_json_flag,
+    emit,
+    load_json_text,
+    read_text_file,
+    run_async,
+)
 from orchestration.cli.review import issue_lines
 from orchestration.encoding import from_json_value
 from orchestration.templates import InstantiateOk, InstantiateRefused, describe_param
@@ -75,10 +81,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _json_object(text: str, where: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError("bad_args", f"{where} is not JSON ({exc}); pass a JSON object") from exc
+    value = load_json_text(text, where, "bad_args")
     if not isinstance(value, dict):
         raise CliError("bad_args", f"{where} must be a JSON object of param name to value")
     return value
@@ -87,7 +90,8 @@ def _json_object(text: str, where: str) -> dict[str, Any]:
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:
     raw: dict[str, Any] = {}
     if args.args_file:
-        raw.update(_json_object(Path(args.args_file).read_text(), args.args_file))
+        raw.update(_json_object(read_text_file(args.args_file, "the arguments file"),
+                                args.args_file))
     if args.args_json:
         raw.update(_json_object(args.args_json, "--args"))
     for item in args.arg:

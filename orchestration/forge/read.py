@@ -103,7 +103,11 @@ def read_tools(session: ForgeSession) -> list[ForgeTool]:
 
     async def get_plan(args: dict[str, Any]) -> ToolResult:
         plan_id = args["planId"]
-        text = await session.orch.render(plan_id, audience=args.get("audience", "model"))
+        text = await session.orch.render(
+            plan_id,
+            audience=args.get("audience", "model"),
+            view=args.get("view", "as_planned"),
+        )
         view = await session.view(plan_id)
         return ToolResult(
             ok=True,
@@ -163,8 +167,17 @@ def read_tools(session: ForgeSession) -> list[ForgeTool]:
         ForgeTool(
             "get_plan",
             "Read a whole plan as prose with its issues. audience model (default) shows "
-            'references in their {"$ref": ...} form; operator shows what a reviewer reads.',
-            obj({"planId": PLAN_ID, "audience": {"enum": ["model", "operator"]}}, ("planId",)),
+            'references in their {"$ref": ...} form; operator shows what a reviewer reads. '
+            "view as_executed reads what the plan's run did instead: each node's status, the "
+            "edges taken with their evidence, and the value each reference read.",
+            obj(
+                {
+                    "planId": PLAN_ID,
+                    "audience": {"enum": ["model", "operator"]},
+                    "view": {"enum": ["as_planned", "as_executed"]},
+                },
+                ("planId",),
+            ),
             get_plan,
         ),
         ForgeTool(

@@ -38,7 +38,7 @@ from orchestration.run.log import LogEntry
 from orchestration.run.work import FrameWork
 from orchestration.runs import fold_run
 from orchestration.store.base import ClaimOk, PlanStore
-from orchestration.types import OperatorStop, RunProjection, TurnAbort
+from orchestration.types import OperatorStop, RunEvent, RunProjection, TurnAbort
 
 __all__ = ["InProcessRuns", "LocalRun", "RunHost"]
 
@@ -61,6 +61,16 @@ class RunHost(Protocol):
         self, plan_id: str, run_input: dict[str, Any], *, resume_run_id: str | None = None
     ) -> RunProjection:
         """Start (or resume) the run and wait for its end; its projection."""
+        ...
+
+    async def read_events(self, plan_id: str) -> list[RunEvent]:
+        """The run's whole log as the contract's ``RunEvent`` list.
+
+        Raises:
+            RunNotFoundError: the plan has no run (or, on Temporal, ``RunRefusedError``
+                ``run_not_found``).
+
+        """
         ...
 
 
@@ -286,6 +296,10 @@ class InProcessRuns:
         port.record(engine.drain())
         driver = RunDriver(engine, port, settings.retry, Inbox(), on_halt=on_halt)
         return LocalRun(admitted, engine, port, driver, writer, previous)
+
+    async def read_events(self, plan_id: str) -> list[RunEvent]:
+        """The run's whole log from the store (written ahead, so always current here)."""
+        return expand_log(await self.store.read_run_log(plan_id))
 
     async def execute(
         self,

@@ -87,6 +87,7 @@ def test_freeze_with_blocking_issues_refuses_and_prints_them(tmp_path: Path, sto
                    "--json", store=store, check=False, env={"ORCH_STRICT_AUTHORITY": "1"})
     body = json.loads(as_json.stdout)
     assert body["ok"] is False and [i["code"] for i in body["issues"]] == ["missing_authority"]
+    assert body["error"]["code"] == "freeze_refused"  # one document: the error and its issues
     needs_tools = orch("plan", "freeze", "p1", store=store, check=False)
     assert needs_tools.stderr.startswith("error[tools_required]: ")
 

@@ -21,7 +21,7 @@ def test_demo_runs_the_whole_story(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr + out
     for marker in (
         "frozen: the plan is now reviewable",
-        "Authority requested (the approval binds exactly this set)",
+        "Total authority requested (the approval binds exactly this set)",
         "approved digest",
         "run settled: completed",
         "a second run is refused: [run_already_claimed]",

@@ -63,3 +63,25 @@ def test_declassifying_an_undeclared_field_is_refused() -> None:
     ops = [a.entry(), call(a, "c", declassifies=["bdy"]), a.edge("entry", "c", edge_id="e1")]
     issue = only(check(ops), "undeclared_declassifies")
     assert issue.node_id == "c" and '"body"' in issue.message
+
+
+def test_the_fix_names_the_output_fields_to_declassify() -> None:
+    """The fix lists the call's own output fields, the names `declassifies` takes."""
+    a = author()
+    ops = [a.entry(input=[StringField(path="q")]),
+           call(a, "search", args={"q": ref("entry", path="q")},
+                output=[StringField(path="hits"), StringField(path="query")]),
+           a.edge("entry", "search", edge_id="e1")]
+    issue = only(check(ops), "tainted_call_arg")
+    assert 'out of "hits", "query"' in issue.message
+    assert '"declassifies": ["hits", "query"]' in issue.message
+
+
+def test_the_fix_for_a_call_without_output_says_to_declare_fields_first() -> None:
+    """A call declaring no output cannot declassify anything until it declares fields."""
+    a = author()
+    ops = [a.entry(input=[StringField(path="q")]),
+           call(a, "search", args={"q": ref("entry", path="q")}, output=[]),
+           a.edge("entry", "search", edge_id="e1")]
+    issue = only(check(ops), "tainted_call_arg")
+    assert 'declare the output fields of "search"' in issue.message

@@ -1,0 +1,180 @@
+"""`orch run ...` as subprocesses against the session's dev server, with a worker in this process.
+
+Exit statuses say how a watched run ended (0 only for completed); operating a closed or an
+unknown run is a refusal naming the run; an encrypted run is started, read and drawn through
+the codec `ORCH_CODEC_KEYS` configures, and refused by name without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from orchestration.api import Orchestration, create_orchestration
+from orchestration.approval import approval_record
+from orchestration.authoring import PlanAuthor, claim, ref
+from orchestration.store import SqlitePlanStore
+from orchestration.types import DEFAULT_PLAN_BOUNDS, NumberField, StringField
+from workers.codec import AesGcmCodec
+from workers.devserver import DevServer
+from workers.worker import build_worker, connect
+
+from .harness import make_toolbox, unique_plan_id
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+ORCH = str(Path(sys.executable).parent / "orch")
+SECRET = "plaintext-marker-7f3a"
+
+
+async def orch_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run the real `orch` without blocking this loop (the worker runs here)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "TEMPORAL_"))}
+    proc = await asyncio.create_subprocess_exec(
+        ORCH, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**clean, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode is not None
+    assert "Traceback" not in err.decode(), err.decode()
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def approved(orch: Orchestration, plan_id: str, tool: str, *,
+                   args: dict[str, Any] | None = None, max_steps: int | None = None) -> None:
+    """entry(s, seconds) → first(tool) → second(upper), frozen and approved."""
+    counter = itertools.count()
+    a = PlanAuthor("tester", new_id=lambda: f"op{next(counter)}")
+    read = [claim("text", "*", "read")]
+    ops = [
+        a.entry(input=[StringField(path="s"), NumberField(path="seconds")]),
+        a.call("first", tool=tool, args=args or {"s": ref("entry", path="s")},
+               output=[StringField(path="value")], authority=read, replay_safe=True,
+               on_indeterminate="retry", declassifies=["value"]),
+        a.call("second", tool="upper", args={"s": ref("first", path="value")},
+               output=[StringField(path="value")], authority=read, replay_safe=True,
+               on_indeterminate="retry"),
+        a.edge("entry", "first"),
+        a.edge("first", "second"),
+    ]
+    if max_steps is not None:
+        ops.append(a.set_bounds(DEFAULT_PLAN_BOUNDS.model_copy(update={"max_steps": max_steps})))
+    await orch.store.create_plan(plan_id)
+    assert (await orch.store.append_ops(plan_id, ops)).ok
+    frozen = await orch.freeze_plan(plan_id)
+    assert frozen.ok, frozen.issues
+    view = (await orch.store.fold(plan_id)).view
+    record = approval_record(view, "op", "2026-01-01T00:00:00Z")
+    assert (await orch.approve_plan(plan_id, record)).ok
+
+
+async def setup(tmp_path: Path) -> tuple[Orchestration, list[str]]:
+    store = tmp_path / "plans.sqlite3"
+    orch = await create_orchestration(store=SqlitePlanStore(str(store)), invocable=make_toolbox())
+    return orch, ["--store", str(store)]
+
+
+async def test_watch_exits_by_outcome_and_closed_runs_refuse_operations(
+    dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """0 completed, 4 halted, 5 aborted, 6 cancelled; stop/resolve/watch name the run."""
+    orch, store = await setup(tmp_path)
+    ok, boom, halt, slow = (unique_plan_id(p) for p in ("ok", "boom", "halt", "slow"))
+    await approved(orch, ok, "upper")
+    await approved(orch, boom, "boom")
+    await approved(orch, halt, "upper", max_steps=1)
+    await approved(orch, slow, "slow", args={"seconds": 30})
+    await orch.store.close()
+    temporal = ["--address", dev_server.address, "--task-queue", task_queue, *store]
+    run_input = ["--input", '{"s": "hi", "seconds": 0}']
+    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+        code, out, err = await orch_cli("run", "start", ok, *run_input, "--watch", *temporal)
+        assert code == 0 and "run settled: completed" in out, err
+
+        code, out, err = await orch_cli("run", "start", boom, *run_input, "--watch", *temporal)
+        assert code == 5 and err.startswith("error[run_aborted]: "), (out, err)
+
+        code, out, err = await orch_cli("run", "start", halt, *run_input, "--watch", "--json",
+                                        *temporal)
+        assert code == 4 and json.loads(out)["outcome"] == "halted", (out, err)
+        assert err.startswith("run ") and "error[run_halted]: " in err  # progress on stderr
+
+        code, out, err = await orch_cli("run", "start", slow, *run_input, *temporal)
+        assert code == 0, err
+        code, out, err = await orch_cli("run", "stop", slow, "--cancel", *temporal)
+        assert code == 0, err
+        code, out, err = await orch_cli("run", "watch", slow, *temporal)
+        assert code == 6 and "error[run_cancelled]: " in err, (out, err)
+
+        for args in (("run", "stop", ok), ("run", "stop", ok, "--cancel"),
+                     ("run", "resolve", ok, "first:x", "retry")):
+            code, out, err = await orch_cli(*args, "--json", *temporal)
+            assert code == 2 and json.loads(out)["error"]["code"] == "run_closed", (args, err)
+            assert err.startswith("error[run_closed]: "), err
+
+        await create_unrun(tmp_path, "never")
+        for args in (("run", "stop", "no-such-plan"), ("run", "watch", "never")):
+            code, out, err = await orch_cli(*args, *temporal)
+            assert code == 2 and err.startswith("error[run_not_found]: "), (args, err)
+
+        code, out, err = await orch_cli("run", "show", ok, "--render", *temporal)
+        assert code == 0, err
+        assert "run: plan/" in out and "outcome: completed" in out
+        assert "CALL `second` — tool upper [done]" in out
+        assert '⇒ "HI"' in out and "[taken]" in out
+        code, out, err = await orch_cli("run", "graph", boom, *temporal)
+        assert code == 0, err
+        assert "[failed]" in out and "  n0 ==> n1" in out and "class n1 failed" in out
+
+
+async def create_unrun(tmp_path: Path, plan_id: str) -> None:
+    store = SqlitePlanStore(str(tmp_path / "plans.sqlite3"))
+    await store.create_plan(plan_id)
+    await store.close()
+
+
+async def test_an_encrypted_run_is_started_and_read_through_the_cli_codec(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    """ORCH_CODEC_KEYS: history holds no plaintext; show/log read it; without keys, codec_key."""
+    key = os.urandom(32)
+    keys = {"ORCH_CODEC_KEYS": f"k1:{base64.b64encode(key).decode()}"}
+    codec_client = await connect(dev_server.address, payload_codec=AesGcmCodec({"k1": key}))
+    plain_client = await connect(dev_server.address)
+    orch, store = await setup(tmp_path)
+    plan_id = unique_plan_id("enc")
+    await approved(orch, plan_id, "upper")
+    await orch.store.close()
+    queue = f"tq-{plan_id}"
+    temporal = ["--address", dev_server.address, "--task-queue", queue, *store]
+    async with build_worker(codec_client, task_queue=queue, toolbox=make_toolbox()):
+        code, out, err = await orch_cli(
+            "run", "start", plan_id, "--input", json.dumps({"s": SECRET, "seconds": 0}),
+            "--watch", *temporal, env=keys)
+        assert code == 0, err
+    history = await plain_client.get_workflow_handle(f"plan/{plan_id}").fetch_history()
+    raw = history.to_json()
+    assert SECRET not in raw and SECRET.upper() not in raw
+    assert base64.b64encode(SECRET.encode()).decode()[:12] not in raw
+
+    code, out, err = await orch_cli("run", "log", plan_id, "--json", *temporal, env=keys)
+    assert code == 0, err
+    assert SECRET.upper() in out
+    code, out, err = await orch_cli("run", "show", plan_id, "--render", *temporal, env=keys)
+    assert code == 0 and f'⇒ "{SECRET}"' in out, err
+
+    code, out, err = await orch_cli("run", "show", plan_id, "--json", *temporal)
+    assert code == 2 and json.loads(out)["error"]["code"] == "codec_key", err
+    assert "ORCH_CODEC_KEYS" in err
+    wrong = {"ORCH_CODEC_KEYS": f"k1:{base64.b64encode(os.urandom(32)).decode()}"}
+    code, out, err = await orch_cli("run", "log", plan_id, *temporal, env=wrong)
+    assert code == 2 and err.startswith("error[codec_decrypt_failed]: "), err
