@@ -386,7 +386,12 @@ class Orchestration:
                 message=issue.message,
                 actual=result.actual,
             )
-        return ApprovalOk(plan_id=plan_id, digest=view.digest, revision=result.revision)
+        return ApprovalOk(
+            plan_id=plan_id,
+            digest=view.digest,
+            revision=result.revision,
+            approval=canonical_record(record),
+        )
 
     async def _is_earlier_digest(self, plan_id: str, digest: str, revision: int) -> bool:
         lowest = max(0, revision - STALE_SEARCH_LIMIT)

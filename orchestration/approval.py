@@ -83,12 +83,17 @@ ApprovalCause = Literal[
 
 
 class ApprovalOk(WireModel):
-    """The plan is ``executable``, bound to ``digest`` and the record's authority set."""
+    """The plan is ``executable``, bound to ``digest`` and the record's authority set.
+
+    ``approval`` is the record as stored (its authority set canonical): what a service
+    starting the run from another SDK passes as ``PlanRunInput.approval``.
+    """
 
     ok: Literal[True] = True
     plan_id: str
     digest: str
     revision: int
+    approval: ApprovalRecord
 
 
 class ApprovalRefused(WireModel):

@@ -4,7 +4,7 @@ Everything that can refuse happens before anything is started, because a claim i
 :func:`~orchestration.run.admission.admit` checks the plan's state, its approval, the run
 input. A fresh start then reserves the run id ``plan/<planId>`` in the plan store and starts
 ``PlanRun`` under that id with ``REJECT_DUPLICATE`` (no second run after the first closes) and
-``USE_EXISTING`` (a retried start attaches instead of failing); the plan travels by reference
+``FAIL`` on a conflict (of two concurrent starts, one is refused); the plan travels by reference
 (the worker loads it from the same store and checks its digest). The worker, not this client,
 is what makes the run happen at most once: it claims the run for its execution before any
 node runs (ruling 30).
@@ -137,7 +137,7 @@ class TemporalRuns:
                 task_queue=self.task_queue,
                 result_type=PlanRunResult,
                 id_reuse_policy=reuse,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 search_attributes=(
                     TypedSearchAttributes(
                         [
@@ -154,9 +154,13 @@ class TemporalRuns:
                 ),
             )
         except WorkflowAlreadyStartedError as exc:
+            running = await self._status_of(workflow_id) in _OPEN
             raise RunRefusedError(
-                "run_already_settled",
-                f"the workflow {workflow_id!r} already ran and completed; a plan runs at most once",
+                "run_already_claimed",
+                f"the plan's one run {workflow_id!r} "
+                + ("is already running" if running else "already ran")
+                + f"; a plan runs at most once: follow or read it with `orch run watch "
+                f"{plan_id}` / `orch run show {plan_id}`, or clone the plan to run it again",
                 workflow_id,
             ) from exc
 

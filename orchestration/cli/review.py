@@ -5,7 +5,7 @@ prose and the digest; approves it by typing that digest. ``approve`` builds the 
 plan as it is now (its canonical authority set) and the digest typed, so a digest that is not
 the current one is refused and nothing is written: ``error[<reason>]: (<cause>) <the fix>``,
 where the reason is the contract's (``digest_mismatch``, ``state_mismatch``) and the cause the
-finer one (``stale_digest``, ``not_reviewable``, ...); ``--json`` also prints the refusal as
+finer one (``stale_digest``, ``not_reviewable``, ...); ``--json`` also gives the refusal as
 JSON on stdout.
 
 Freeze needs the tool allowlist: ``--tools module:attr`` (env ``ORCH_TOOLS``) names an
@@ -335,11 +335,13 @@ def _approve(args: argparse.Namespace) -> int:
     result = run_async(go)
     if isinstance(result, ApprovalRefused):
         # The contract's wire reason is the stable code; the finer cause leads the message.
-        # Under --json the refusal itself is printed too, so a script reads reason, cause and
-        # the plan's actual state and digest without parsing prose.
-        if args.json:
-            emit(args, result, lambda: "")
-        raise CliError(result.reason, f"({result.cause}) {result.message}")
+        # Under --json the error document carries the refusal too, so a script reads reason,
+        # cause and the plan's actual state and digest without parsing prose.
+        raise CliError(
+            result.reason,
+            f"({result.cause}) {result.message}",
+            details={"refusal": result.model_dump(mode="json", by_alias=True)},
+        )
     emit(
         args,
         result,

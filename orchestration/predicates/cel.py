@@ -45,7 +45,8 @@ from orchestration.contracts import (
     Judgement,
     PredicateContext,
 )
-from orchestration.predicates.errors import PredicateLimitExceeded, import_optional
+from orchestration.errors import CellUnavailableError
+from orchestration.predicates.errors import PredicateLimitExceeded
 from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import node_records
 from orchestration.predicates.verdicts import DecidingCell, safe_verdict, select_verdict
@@ -76,7 +77,14 @@ _RESERVED = frozenset(
 
 
 def _load_module() -> Any:
-    return import_optional("cel", CEL_INSTALL, "cel_expr_python.cel")
+    # A plain import statement, not importlib: inside workflow code the sandbox passes modules
+    # through only on the import statement, and importlib would re-import the C++ extension
+    # in every workflow instance (it refuses a second load), making the cell unavailable.
+    try:
+        from cel_expr_python import cel
+    except ImportError as exc:
+        raise CellUnavailableError("cel", CEL_INSTALL, str(exc)) from exc
+    return cel
 
 
 def _field_type(cel: Any, declared: DeclaredField) -> Any:

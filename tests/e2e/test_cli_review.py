@@ -56,7 +56,10 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
 
     approved = orch_json("plan", "approve", "p1", "--digest", digest.upper(), "--by", "alice",
                          "--at", "2026-01-01T00:00:00Z", store=store)
+    record = approved.pop("approval")
     assert approved == {"ok": True, "planId": "p1", "digest": digest, "revision": 30}
+    assert record["digest"] == digest and record["decidedBy"] == "alice"
+    assert record["decidedAt"] == "2026-01-01T00:00:00Z" and record["planId"] == "p1"
     again = orch("plan", "approve", "p1", "--digest", digest, "--by", "bob", store=store,
                  check=False)
     assert again.returncode == 2
@@ -64,7 +67,9 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
     as_json = orch("plan", "approve", "p1", "--digest", digest, "--by", "bob", "--json",
                    store=store, check=False)
     assert as_json.returncode == 2
-    refusal = json.loads(as_json.stdout)
+    document = json.loads(as_json.stdout)
+    assert document["ok"] is False and document["error"]["code"] == "state_mismatch"
+    refusal = document["refusal"]
     assert {k: refusal[k] for k in ("ok", "reason", "cause", "actual")} == {
         "ok": False,
         "reason": "state_mismatch",
