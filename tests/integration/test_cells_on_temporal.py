@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 
 from orchestration.predicates import JexlCell, LuaCell
 from orchestration.testing import PlanSketch
@@ -22,11 +22,13 @@ from .harness import replay, start_run, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-def worker(client: Client, task_queue: str) -> Any:
+
+def worker(client: Client, task_queue: str, store: Any) -> Any:
     return build_worker(
         client,
         task_queue=task_queue,
         toolbox=artifact_tools.TOOLBOX,
+        store=store,
         evaluators=[JexlCell({"upper": str.upper}), LuaCell()],
     )
 
@@ -36,7 +38,7 @@ def edges_from(events: list[RunEvent], node_id: str) -> list[EdgeTaken]:
 
 
 async def test_structured_node_paths_and_jexl_decide_with_evidence(
-    client: Client, task_queue: str
+    client: Client, task_queue: str, store: Any
 ) -> None:
     """`entry.s` (structured, in the workflow) and a jexl expression with a transform (local
     activity) decide their nodes; each fired edge carries the cell's evidence."""
@@ -54,10 +56,10 @@ async def test_structured_node_paths_and_jexl_decide_with_evidence(
         .edge("by_jexl", "after_jexl", "match")
         .view()
     )
-    async with worker(client, task_queue):
-        handle = await start_run(client, task_queue, view, {"s": "x", "n": 5})
+    async with worker(client, task_queue, store):
+        handle, view = await start_run(client, task_queue, store, view, {"s": "x", "n": 5})
         result = await asyncio.wait_for(handle.result(), timeout=60)
-    events = await replay(handle)
+    events = await replay(client, view.plan_id, store)
     assert result.outcome == "completed"
     [by_path] = edges_from(events, "by_path")
     assert by_path.handle == "match"
@@ -72,3 +74,71 @@ async def test_structured_node_paths_and_jexl_decide_with_evidence(
         "result": True,
         "reads": {"entry.s": "x", "entry.n": 5},
     }
+
+
+BOMBS = [
+    "return string.rep('', 1 << 62) == ''",
+    "return table.move({}, 1, 1 << 40, 2) ~= nil",
+    "while true do end",
+]
+
+
+@pytest.mark.parametrize("bomb", BOMBS, ids=["string_rep", "table_move", "loop"])
+async def test_a_lua_bomb_halts_its_run_and_the_worker_goes_on(
+    client: Client, task_queue: str, store: Any, bomb: str
+) -> None:
+    """Ruling 31 on a real worker: a Lua predicate that would run for ever halts the run
+    ``predicate_unevaluatable`` within seconds; the worker's tools still run afterwards; the
+    closed run's log reads back and its history replays."""
+    bombed = (
+        PlanSketch(unique_plan_id("bomb"))
+        .entry(StringField(path="s"))
+        .branch("decide", bomb, evaluator="lua")
+        .call("never", "stamp", output=[StringField(path="value")])
+        .chain("entry", "decide")
+        .edge("decide", "never", "match")
+        .view()
+    )
+    calm = (
+        PlanSketch(unique_plan_id("calm"))
+        .entry(StringField(path="s"))
+        .call("work", "stamp", output=[StringField(path="value")])
+        .chain("entry", "work")
+        .view()
+    )
+    async with worker(client, task_queue, store):
+        started = asyncio.get_running_loop().time()
+        handle, bombed = await start_run(client, task_queue, store, bombed, {"s": "x"})
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(handle.result(), timeout=60)
+        assert asyncio.get_running_loop().time() - started < 20
+        assert "predicate_unevaluatable" in str(failure.value.cause)
+        after, calm = await start_run(client, task_queue, store, calm, {"s": "x"})
+        assert (await asyncio.wait_for(after.result(), timeout=30)).outcome == "completed"
+    events = await replay(client, bombed.plan_id, store)
+    assert [e.kind for e in events][-2:] == ["run_interrupted", "run_settled"]
+
+
+async def test_a_worker_restarted_while_a_bomb_is_evaluated_settles_the_run(
+    client: Client, task_queue: str, store: Any
+) -> None:
+    """The branch being evaluated when its worker stops is evaluated again by the next worker
+    and the run halts as it would have; its history replays."""
+    view = (
+        PlanSketch(unique_plan_id("restart"))
+        .entry(StringField(path="s"))
+        .branch("decide", BOMBS[2], evaluator="lua")
+        .chain("entry", "decide")
+        .view()
+    )
+    first = worker(client, task_queue, store)
+    running = asyncio.create_task(first.run())
+    handle, view = await start_run(client, task_queue, store, view, {"s": "x"})
+    await asyncio.sleep(0.5)
+    await first.shutdown()
+    await running
+    async with worker(client, task_queue, store):
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(handle.result(), timeout=60)
+    assert "predicate_unevaluatable" in str(failure.value.cause)
+    await replay(client, view.plan_id, store)

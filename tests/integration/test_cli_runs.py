@@ -40,7 +40,10 @@ async def orch_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, 
     """Run the real `orch` without blocking this loop (the worker runs here)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "TEMPORAL_"))}
     proc = await asyncio.create_subprocess_exec(
-        ORCH, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        ORCH,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env={**clean, **(env or {})},
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
@@ -49,20 +52,39 @@ async def orch_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, 
     return proc.returncode, out.decode(), err.decode()
 
 
-async def approved(orch: Orchestration, plan_id: str, tool: str, *,
-                   args: dict[str, Any] | None = None, max_steps: int | None = None) -> None:
+async def approved(
+    orch: Orchestration,
+    plan_id: str,
+    tool: str,
+    *,
+    args: dict[str, Any] | None = None,
+    max_steps: int | None = None,
+) -> None:
     """entry(s, seconds) → first(tool) → second(upper), frozen and approved."""
     counter = itertools.count()
     a = PlanAuthor("tester", new_id=lambda: f"op{next(counter)}")
     read = [claim("text", "*", "read")]
     ops = [
         a.entry(input=[StringField(path="s"), NumberField(path="seconds")]),
-        a.call("first", tool=tool, args=args or {"s": ref("entry", path="s")},
-               output=[StringField(path="value")], authority=read, replay_safe=True,
-               on_indeterminate="retry", declassifies=["value"]),
-        a.call("second", tool="upper", args={"s": ref("first", path="value")},
-               output=[StringField(path="value")], authority=read, replay_safe=True,
-               on_indeterminate="retry"),
+        a.call(
+            "first",
+            tool=tool,
+            args=args or {"s": ref("entry", path="s")},
+            output=[StringField(path="value")],
+            authority=read,
+            replay_safe=True,
+            on_indeterminate="retry",
+            declassifies=["value"],
+        ),
+        a.call(
+            "second",
+            tool="upper",
+            args={"s": ref("first", path="value")},
+            output=[StringField(path="value")],
+            authority=read,
+            replay_safe=True,
+            on_indeterminate="retry",
+        ),
         a.edge("entry", "first"),
         a.edge("first", "second"),
     ]
@@ -96,15 +118,19 @@ async def test_watch_exits_by_outcome_and_closed_runs_refuse_operations(
     await orch.store.close()
     temporal = ["--address", dev_server.address, "--task-queue", task_queue, *store]
     run_input = ["--input", '{"s": "hi", "seconds": 0}']
-    async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox()):
+    worker_store = SqlitePlanStore(str(tmp_path / "plans.sqlite3"))
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=worker_store
+    ):
         code, out, err = await orch_cli("run", "start", ok, *run_input, "--watch", *temporal)
         assert code == 0 and "run settled: completed" in out, err
 
         code, out, err = await orch_cli("run", "start", boom, *run_input, "--watch", *temporal)
         assert code == 5 and err.startswith("error[run_aborted]: "), (out, err)
 
-        code, out, err = await orch_cli("run", "start", halt, *run_input, "--watch", "--json",
-                                        *temporal)
+        code, out, err = await orch_cli(
+            "run", "start", halt, *run_input, "--watch", "--json", *temporal
+        )
         assert code == 4 and json.loads(out)["outcome"] == "halted", (out, err)
         assert err.startswith("run ") and "error[run_halted]: " in err  # progress on stderr
 
@@ -115,8 +141,11 @@ async def test_watch_exits_by_outcome_and_closed_runs_refuse_operations(
         code, out, err = await orch_cli("run", "watch", slow, *temporal)
         assert code == 6 and "error[run_cancelled]: " in err, (out, err)
 
-        for args in (("run", "stop", ok), ("run", "stop", ok, "--cancel"),
-                     ("run", "resolve", ok, "first:x", "retry")):
+        for args in (
+            ("run", "stop", ok),
+            ("run", "stop", ok, "--cancel"),
+            ("run", "resolve", ok, "first:x", "retry"),
+        ):
             code, out, err = await orch_cli(*args, "--json", *temporal)
             assert code == 2 and json.loads(out)["error"]["code"] == "run_closed", (args, err)
             assert err.startswith("error[run_closed]: "), err
@@ -134,6 +163,7 @@ async def test_watch_exits_by_outcome_and_closed_runs_refuse_operations(
         code, out, err = await orch_cli("run", "graph", boom, *temporal)
         assert code == 0, err
         assert "[failed]" in out and "  n0 ==> n1" in out and "class n1 failed" in out
+    await worker_store.close()
 
 
 async def create_unrun(tmp_path: Path, plan_id: str) -> None:
@@ -156,11 +186,22 @@ async def test_an_encrypted_run_is_started_and_read_through_the_cli_codec(
     await orch.store.close()
     queue = f"tq-{plan_id}"
     temporal = ["--address", dev_server.address, "--task-queue", queue, *store]
-    async with build_worker(codec_client, task_queue=queue, toolbox=make_toolbox()):
+    worker_store = SqlitePlanStore(str(tmp_path / "plans.sqlite3"))
+    async with build_worker(
+        codec_client, task_queue=queue, toolbox=make_toolbox(), store=worker_store
+    ):
         code, out, err = await orch_cli(
-            "run", "start", plan_id, "--input", json.dumps({"s": SECRET, "seconds": 0}),
-            "--watch", *temporal, env=keys)
+            "run",
+            "start",
+            plan_id,
+            "--input",
+            json.dumps({"s": SECRET, "seconds": 0}),
+            "--watch",
+            *temporal,
+            env=keys,
+        )
         assert code == 0, err
+    await worker_store.close()
     history = await plain_client.get_workflow_handle(f"plan/{plan_id}").fetch_history()
     raw = history.to_json()
     assert SECRET not in raw and SECRET.upper() not in raw

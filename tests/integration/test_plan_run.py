@@ -209,3 +209,27 @@ async def test_short_replay_safe_calls_take_the_fast_path(
     assert markers >= 3  # the claim, the fast tools, a's call (and the log's mirror)
     await replay(client, view.plan_id, store)
     await store.close()
+
+
+async def test_a_runs_projection_folds_from_the_store_after_its_history_is_gone(
+    tmp_path: Path, task_queue: str
+) -> None:
+    """The log lives in the plan store too: with the server (and its history) gone, the run's
+    projection still folds from the store, equal to what was read while history was there."""
+    from workers.devserver import DevServer
+    from workers.worker import connect
+
+    store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    async with DevServer(ui=False) as server:  # in memory: its histories die with it
+        client = await connect(server.address)
+        async with build_worker(client, task_queue=task_queue, toolbox=make_toolbox(), store=store):
+            handle, view = await start_run(
+                client, task_queue, store, slow_then_next(unique_plan_id("gone")), {"s": "x"}
+            )
+            assert (await handle.result()).outcome == "completed"
+            runs = TemporalRuns(client, store, task_queue=task_queue)
+            while_there = await runs.projection(view.plan_id)
+    folded = fold_run(expand_log(await store.read_run_log(view.plan_id)))
+    assert folded == while_there and folded.outcome == "completed"
+    assert folded.node_status_by_id == {"entry": "done", "slow": "done", "next": "done"}
+    await store.close()
