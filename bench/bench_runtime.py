@@ -71,8 +71,13 @@ async def quick() -> str:
 
 def _sketch(plan_id: str, n: int, window: int = 1000) -> PlanSketch:
     size = n + 10
+    # Steps count every dequeued frame, a join's parked arrivals among them.
     return PlanSketch(
-        plan_id, max_nodes=size, max_edges=size * 2, max_steps=size, max_concurrent_frames=window
+        plan_id,
+        max_nodes=size,
+        max_edges=size * 2,
+        max_steps=size * 3,
+        max_concurrent_frames=window,
     ).entry()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from orchestration.execution import PlanRunInput, PlanRunResult, RunSettings
 from orchestration.types import (
     ApprovalRecord,
     PlanDiff,
@@ -37,6 +38,9 @@ _ROOTS: dict[str, Any] = {
     "ApprovalRecord": ApprovalRecord,
     "RunEvent": RunEvent,
     "RunProjection": RunProjection,
+    "PlanRunInput": PlanRunInput,
+    "RunSettings": RunSettings,
+    "PlanRunResult": PlanRunResult,
 }
 
 
@@ -52,8 +56,9 @@ def export_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
-        "title": "Plan IR and run log",
-        "description": "Wire form (JSON) of plans, ops, approvals and run events. Non-JSON "
+        "title": "Plan IR, run log and the PlanRun workflow's input and result",
+        "description": "Wire form (JSON) of plans, ops, approvals, run events and the PlanRun "
+        "workflow's input and result. Non-JSON "
         "values are single-key tags: $ref, $param, $bytes, $datetime, $timedelta, $regex, $set, "
         "$frozenset, $map, $bigint, $float, $dict.",
         "$defs": dict(sorted(defs.items())),
