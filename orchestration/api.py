@@ -497,9 +497,20 @@ class Orchestration:
         fold = await self._store.fold(plan_id, revision=revision)
         if view == "as_executed":
             projection = run if run is not None else await self.run_projection(plan_id)
-            return render_plan(fold.view, audience, view="as_executed", run=projection)
+            return render_plan(
+                fold.view,
+                audience,
+                view="as_executed",
+                run=projection,
+                short_tools=self.short_tools(),
+            )
         issues = await self._validate(fold, None) if with_issues else None
-        return render_plan(fold.view, audience, issues)
+        return render_plan(fold.view, audience, issues, short_tools=self.short_tools())
+
+    def short_tools(self) -> tuple[str, ...]:
+        """The configured toolbox's ``short`` tools (none for a plain allowlist)."""
+        invocable = self._inputs.invocable
+        return invocable.short_tools() if isinstance(invocable, Toolbox) else ()
 
     async def render_diff(self, plan_id: str, a: Revision, b: Revision = "current") -> str:
         """What changed between two revisions, as prose for re-review."""

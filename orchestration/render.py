@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from orchestration.approval import authority_set, claim_key, describe_claim
@@ -95,6 +95,7 @@ def render_plan(
     *,
     view: RenderView = "as_planned",
     run: RunProjection | None = None,
+    short_tools: Collection[str] = (),
 ) -> str:
     """The plan as prose, for an ``operator`` deciding on it or a ``model`` editing it.
 
@@ -106,6 +107,9 @@ def render_plan(
         issues: Freeze issues to list after the steps (``None`` omits the section).
         view: ``as_planned`` (what an approval binds) or ``as_executed`` (what ``run`` did).
         run: The run's projection; required for ``as_executed``.
+        short_tools: The tools the worker's toolbox declares ``short``: a replay-safe call of
+            one runs as a local activity (the fast path), and its step says so. The path is
+            the worker's choice, not the plan's, so it never changes what an approval binds.
 
     Returns:
         Text lines ending with a newline.
@@ -132,7 +136,9 @@ def render_plan(
         out += ["Steps: none (the plan has no nodes yet).", ""]
     for number, index in enumerate(order, start=1):
         node = plan.nodes[index]
-        out += _node_block(structure, index, node, number, steps, audience, executed)
+        out += _node_block(
+            structure, index, node, number, steps, audience, executed, frozenset(short_tools)
+        )
         out.append("")
     if issues is not None:
         out += _issues(issues)
@@ -311,6 +317,7 @@ def _node_block(
     steps: dict[str, int],
     audience: Audience,
     run: RunProjection | None,
+    short_tools: frozenset[str],
 ) -> list[str]:
     d = node.definition
     outputs = run.outputs if run is not None else None
@@ -327,7 +334,7 @@ def _node_block(
     if isinstance(d, EntryDefinition):
         lines += _fields("inputs", d.input)
     elif isinstance(d, CallDefinition):
-        lines += _call(d, audience, outputs)
+        lines += _call(d, audience, outputs, short_tools)
     elif isinstance(d, ReasonDefinition):
         if not d.prompt:
             lines.append(f"{_INDENT}prompt: (empty)")
@@ -367,7 +374,10 @@ def _node_block(
 
 
 def _call(
-    d: CallDefinition, audience: Audience, outputs: Mapping[str, NodeOutput] | None
+    d: CallDefinition,
+    audience: Audience,
+    outputs: Mapping[str, NodeOutput] | None,
+    short_tools: frozenset[str],
 ) -> list[str]:
     lines: list[str] = []
     if d.args:
@@ -398,6 +408,11 @@ def _call(
         None: "NOT SET",
     }[d.replay_safe]
     lines.append(f"{_INDENT}replay-safe: {safe}")
+    if d.replay_safe and d.tool in short_tools:
+        lines.append(
+            f"{_INDENT}runs as: a local activity in the worker (the tool is declared short; "
+            "same attempts and outcomes, no task-queue round trip)"
+        )
     interrupted = {
         "retry": "retried",
         "halt": "this step will stop and wait for you (retry, skip or abort it)",

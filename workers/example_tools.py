@@ -106,7 +106,7 @@ def query(db: str, sql: str, context: ToolContext) -> dict[str, Any]:
     return {} if row is None else dict(row)
 
 
-@TOOLBOX.tool("text.upper")
+@TOOLBOX.tool("text.upper", short=True)
 def upper(s: str) -> str:
-    """Upper-case a string."""
+    """Upper-case a string (short: its replay-safe calls run as local activities)."""
     return s.upper()

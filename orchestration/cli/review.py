@@ -239,7 +239,7 @@ def _render(args: argparse.Namespace) -> int:
                 if checked
                 else list(fold.issues)
             )
-            text = render_plan(fold.view, args.audience, issues)
+            text = render_plan(fold.view, args.audience, issues, short_tools=orch.short_tools())
             return text, fold.view.digest, issues
         finally:
             await orch.store.close()

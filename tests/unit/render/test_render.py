@@ -14,6 +14,7 @@ from orchestration.encoding import NodeRef
 from orchestration.ops import plan_digest
 from orchestration.raw import diff_views
 from orchestration.render import describe_ref, format_value, render_diff, render_plan
+from orchestration.testing import PlanSketch
 from orchestration.types import CloneProvenance, StringField, TemplateProvenance
 
 from ..validation.helpers import author, call, check, every_kind_ops, fold
@@ -129,3 +130,26 @@ def test_value_formatting_is_labelled() -> None:
     assert format_value({"b", "a"}) == 'set{"a", "b"}'
     assert describe_ref(NodeRef("fetch", 3, "body")) == "← fetch.body (item 3)"
     assert describe_ref(ref("j", select="all")) == "← j (all)"
+
+
+def test_a_short_replay_safe_call_says_it_runs_as_a_local_activity() -> None:
+    """The fast path shows in the operator view, only for replay-safe calls of short tools,
+    and never changes the digest (the path is the worker's choice, not the plan's)."""
+    view = (
+        PlanSketch("p-fast")
+        .entry()
+        .call("quick", "text.upper")
+        .call("risky", "text.upper", replay_safe=False, on_indeterminate="halt")
+        .call("slow", "files.write")
+        .chain("entry", "quick", "risky", "slow")
+        .view()
+    )
+    marker = "runs as: a local activity in the worker"
+    assert marker not in render_plan(view, "operator")
+    fast = render_plan(view, "operator", short_tools={"text.upper"})
+    blocks = {name: fast.split(f"`{name}`", 1)[1].split("\n\n", 1)[0] for name in
+              ("quick", "risky", "slow")}
+    assert marker in blocks["quick"]
+    assert marker not in blocks["risky"]  # not replay-safe: an ordinary activity regardless
+    assert marker not in blocks["slow"]
+    assert fast.count(marker) == 1
