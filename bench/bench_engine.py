@@ -1,20 +1,24 @@
-"""Engine and run-fold throughput, and the memory a fan-out costs.
+"""Engine, log and run-fold throughput, and what memory a fan-out and a long chain cost.
 
 Prints, in one run:
 * engine settlements per second driving a generated 2,000-node plan synchronously in process
   (20 lanes from the entry, each 10 blocks of a call, a branch, a three-arm diamond and a call
-  reading the fork; routes up to 50 segments), events drained as a host would, indexing the
-  plan included (target >= 50,000/s); then the share of that one-off index (the plan's index
-  and every join's facts), and the rate of the settlements alone; then, as the baseline
-  measured in the same run, the time to build the run's log objects and nothing else (what any
-  engine emitting the same pydantic events pays), and the settlements' time against it;
-* ``fold_run`` events per second over a 100,000-event log of the same shape, 300 lanes wide
-  (target >= 200,000/s), and as its baseline one pass that only reads each event and builds the
-  edge records a projection must hold;
+  reading the fork; routes up to 50 segments), its compact log drained as a host does, indexing
+  the plan included (target >= 50,000/s); then the share of that one-off index (the plan's
+  index and every join's facts), and the rate of the settlements alone; then, as the baseline
+  measured in the same run, the time to build the log's entries and nothing else (what any
+  engine emitting the same entries pays), and the settlements' time against it;
+* ``expand_log`` entries per second: the compact log of a 3,000-lane run expanded into the
+  contract's ``RunEvent`` list (what a reader pays to get the contract's events back);
+* ``fold_run`` events per second over 100,000 of those events (target >= 200,000/s), and as
+  its baseline one pass that only reads each event and builds the edge records a projection
+  must hold;
 * peak traced memory of a run whose frame, holding a 1,000-entry table, fans out 1,000 wide,
   against 2,000 wide: the extra bytes per extra branch, next to what copying the table per
-  branch would cost, and the peak ratio. Measured with the events drained to a sink (the engine
-  state), and again with the log kept (its edge_taken events share the engine's tables).
+  branch would cost;
+* peak traced memory of the engine driving a chain of 1,000, 5,000 and 20,000 calls, its log
+  drained to a sink as the workflow mirrors it: constant state per step means the peak does
+  not grow with the length.
 """
 
 from __future__ import annotations
@@ -33,15 +37,15 @@ from orchestration.encoding import NodeRef  # noqa: E402
 from orchestration.engine import Decided, RunEngine, Succeeded  # noqa: E402
 from orchestration.engine_plan import CompiledPlan  # noqa: E402
 from orchestration.predicates.structured import StructuredCell  # noqa: E402
+from orchestration.run.expand import expand_log  # noqa: E402
+from orchestration.run.log import LogEdge, LogEnter, LogEntry, LogSettle  # noqa: E402
 from orchestration.runs import fold_run  # noqa: E402
 from orchestration.testing import PlanSketch  # noqa: E402
 from orchestration.types import (  # noqa: E402
     BooleanField,
     EdgeTaken,
-    FrontierSnapshot,
     NodeEntered,
     NodeSettled,
-    OutcomeOk,
     OutputItem,
     RawPlanView,
     RunEvent,
@@ -85,17 +89,17 @@ def lanes_plan(lanes: int, units: int) -> RawPlanView:
     return sketch.view()
 
 
-def drive(view: RawPlanView, keep: list[RunEvent] | None, cell: StructuredCell) -> None:
+def drive(view: RawPlanView, keep: list[LogEntry] | None, cell: StructuredCell) -> None:
     """Run ``view`` to the end synchronously; every call succeeds, branches evaluate.
 
-    Events are drained after every engine call, as a host does; they are kept in ``keep`` when
-    given, else dropped. Counting them is left to the caller, outside the timed run.
+    The log is drained after every engine call, as a host does; it is kept in ``keep`` when
+    given, else dropped. Counting it is left to the caller, outside the timed run.
     """
 
     def drain() -> None:
-        events = engine.drain_events()
+        entries = engine.drain()
         if keep is not None:
-            keep.extend(events)
+            keep.extend(entries)
 
     engine = RunEngine.start(view, "bench", {"flag": True}, AT)
     drain()
@@ -113,8 +117,8 @@ def drive(view: RawPlanView, keep: list[RunEvent] | None, cell: StructuredCell) 
     assert engine.outcome == "completed", engine.outcome
 
 
-def settled_count(events: list[RunEvent]) -> int:
-    return sum(1 for e in events if e.kind == "node_settled")
+def settled_count(log: list[LogEntry]) -> int:
+    return sum(1 for e in log if type(e) is LogSettle)
 
 
 def index_plan(view: RawPlanView) -> CompiledPlan:
@@ -127,52 +131,47 @@ def index_plan(view: RawPlanView) -> CompiledPlan:
     return plan
 
 
-def build_log_objects(events: list[RunEvent]) -> int:
-    """The baseline: build the wire objects ``events`` hold, with the engine's own trusted
-    builders and no bookkeeping at all (each shared object once, as the engine shares them).
+def build_log_entries(log: list[LogEntry]) -> int:
+    """The baseline: build the entries ``log`` holds with the engine's own trusted builders
+    and no bookkeeping at all.
 
-    Any engine that emits this log as pydantic models pays at least this, so the ratio of the
-    engine's time to it is the engine's own overhead. Returns how many objects were built.
+    Any engine that emits this log pays at least this, so the ratio of the engine's time to it
+    is the engine's own overhead. Returns how many entries were built.
     """
-    seen: set[int] = set()
     built = 0
-    for event in events:
-        if type(event) is NodeEntered:
-            build.node_entered(event.frame, event.at)
-            built += 1
-        elif type(event) is NodeSettled:
-            outcome = event.outcome
-            if type(outcome) is OutcomeOk:
-                output = outcome.output
-                outcome = build.outcome_ok(build.node_output(output.items, output.branch_id))
-                built += 2
-            build.node_settled(event.frame, outcome, event.at)
-            built += 1
-        elif type(event) is EdgeTaken:
-            to = event.to
-            # A new route tuple, as the engine extends its parent's route by one segment.
-            segments = to.branch_id.segments
-            route = build.branch_id((*segments[:-1], segments[-1]))
-            target = build.frame_ref(to.node_id, to.kind, route, to.via_edge_id)
-            build.edge_taken(
-                event.edge_id,
-                event.handle,
-                event.from_,
-                target,
-                event.outputs,
-                event.artifacts,
-                event.evidence,
-                event.at,
+    for entry in log:
+        kind = type(entry)
+        if kind is LogEnter:
+            assert isinstance(entry, LogEnter)
+            build.log_enter(entry.frame, entry.attempt, entry.at)
+        elif kind is LogSettle:
+            assert isinstance(entry, LogSettle)
+            build.log_settle(
+                entry.frame,
+                entry.status,
+                entry.items,
+                entry.artifact,
+                entry.handled,
+                entry.error,
+                entry.attempt,
+                entry.verdict,
+                entry.at,
             )
-            built += 3
-        elif type(event) is FrontierSnapshot:
-            for pending in event.frames:
-                if id(pending) not in seen:
-                    seen.add(id(pending))
-                    build.pending_frame(pending.frame, pending.outputs, pending.artifacts)
-                    built += 1
-            build.frontier_snapshot(event.frames, event.joins, event.at)
-            built += 1
+        elif kind is LogEdge:
+            assert isinstance(entry, LogEdge)
+            build.log_edge(
+                entry.edge,
+                entry.handle,
+                entry.source,
+                entry.frame,
+                entry.node,
+                entry.node_kind,
+                entry.evidence,
+                entry.at,
+            )
+        else:
+            entry.model_construct(**dict(entry))
+        built += 1
     return built
 
 
@@ -186,12 +185,12 @@ def timed(work: Any) -> float:
 def best_rate(view: RawPlanView, cell: StructuredCell, repeats: int = 5) -> tuple[float, int]:
     best, settled = float("inf"), 0
     for _ in range(repeats):
-        events: list[RunEvent] = []
+        log: list[LogEntry] = []
         gc.collect()
         t0 = time.perf_counter()
-        drive(view, events, cell)
+        drive(view, log, cell)
         best = min(best, time.perf_counter() - t0)
-        settled = settled_count(events)
+        settled = settled_count(log)
     return best, settled
 
 
@@ -212,12 +211,12 @@ def bench_engine() -> None:
         f"  of which indexing the plan once per run: {index * 1e3:.1f} ms; the settlements "
         f"alone: {steady:,.0f}/s (ratio {steady / 50_000:.2f}x)"
     )
-    log: list[RunEvent] = []
+    log: list[LogEntry] = []
     drive(view, log, cell)
-    objects = build_log_objects(log)
-    floor = min(timed(lambda: build_log_objects(log)) for _ in range(5))
+    objects = build_log_entries(log)
+    floor = min(timed(lambda: build_log_entries(log)) for _ in range(5))
     print(
-        f"  baseline, building the log's {objects:,} wire objects and nothing else: "
+        f"  baseline, building the log's {objects:,} entries and nothing else: "
         f"{floor * 1e3:.1f} ms ({settled / floor:,.0f} settlements/s at most for any engine "
         f"emitting them); the settlements take {(best - index) / floor:.2f}x that"
     )
@@ -235,8 +234,15 @@ def bench_engine() -> None:
 
 def bench_fold() -> None:
     view = lanes_plan(lanes=300, units=10)
-    events: list[RunEvent] = []
-    drive(view, events, StructuredCell())
+    entries: list[LogEntry] = []
+    drive(view, entries, StructuredCell())
+    expand_log(entries[:10_000])  # warm up
+    best = min(timed(lambda: expand_log(entries)) for _ in range(3))
+    events = expand_log(entries)
+    print(
+        f"expand_log: {len(entries):,} compact entries to {len(events):,} contract events in "
+        f"{best * 1e3:.0f} ms -> {len(entries) / best:,.0f} entries/s"
+    )
     log = events[:100_000]
     assert len(log) == 100_000, len(events)
     fold_run(log)  # warm up
@@ -294,7 +300,7 @@ def fan_plan(table: int, width: int) -> RawPlanView:
 def traced_peak(view: RawPlanView, keep_log: bool) -> int:
     gc.collect()
     tracemalloc.start()
-    keep: list[RunEvent] | None = [] if keep_log else None
+    keep: list[LogEntry] | None = [] if keep_log else None
     drive(view, keep, StructuredCell())
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -350,9 +356,49 @@ def bench_memory() -> None:
     kept_wide = traced_peak(fan_plan(1000, 2000), keep_log=True)
     print(
         f"  with the whole log kept: 1,000 wide {kept_narrow / 1e6:.1f} MB, 2,000 wide "
-        f"{kept_wide / 1e6:.1f} MB (ratio {kept_wide / kept_narrow:.2f}; the log's edge_taken "
-        "events share the engine's tables)"
+        f"{kept_wide / 1e6:.1f} MB (ratio {kept_wide / kept_narrow:.2f}; the compact log's "
+        "entries carry no tables)"
     )
+
+
+def chain_plan(length: int) -> RawPlanView:
+    sketch = PlanSketch("chain", max_steps=10_000_000, max_concurrent_frames=1000).entry()
+    names = [f"c{i}" for i in range(length)]
+    for name in names:
+        sketch.call(name)
+    return sketch.chain("entry", *names).view()
+
+
+def bench_chain_memory() -> None:
+    print("chain memory (tracemalloc peak of the run, plan index included; log drained):")
+    peaks: dict[int, int] = {}
+    for length in (1_000, 5_000, 20_000):
+        view = chain_plan(length)
+        engine_peak = traced_peak(view, keep_log=False)
+        plan_bytes = plan_index_bytes(view)
+        peaks[length] = engine_peak - plan_bytes
+        print(
+            f"  {length:>6,} calls: peak {engine_peak / 1e6:.1f} MB, of which the plan's index "
+            f"{plan_bytes / 1e6:.1f} MB; the run's own state {peaks[length] / 1e3:.0f} kB "
+            f"({peaks[length] / length:.0f} B per step)"
+        )
+    per_step = {length: peak / length for length, peak in peaks.items()}
+    print(
+        f"  bytes per step at 20,000 calls / at 1,000: {per_step[20_000] / per_step[1_000]:.2f} "
+        "(constant per step: ~1; what a step keeps is its route's one segment and its key's "
+        "digest, since a frame's identity is its whole route)"
+    )
+
+
+def plan_index_bytes(view: RawPlanView) -> int:
+    """What indexing the plan holds, which any run of it needs whatever its progress."""
+    gc.collect()
+    tracemalloc.start()
+    plan = index_plan(view)
+    size, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del plan
+    return size
 
 
 def calibration() -> None:
@@ -366,3 +412,4 @@ if __name__ == "__main__":
     bench_engine()
     bench_fold()
     bench_memory()
+    bench_chain_memory()

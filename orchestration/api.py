@@ -53,7 +53,6 @@ from orchestration.render import Audience, RenderView, render_diff, render_plan
 from orchestration.run.host import InProcessRuns, RunHost
 from orchestration.run.log import LogEntry
 from orchestration.run.work import FrameWork
-from orchestration.runs import fold_run
 from orchestration.store.base import PlanStore, TransitionRefused, TransitionRequest
 from orchestration.templates import (
     InstantiateOk,
@@ -285,8 +284,8 @@ class Orchestration:
         return await self.runs.read_events(plan_id)
 
     async def run_projection(self, plan_id: str) -> RunProjection:
-        """``fold_run`` of the run's whole log."""
-        return fold_run(await self.run_events(plan_id))
+        """``fold_run`` of the run's whole log, as the run host reads it."""
+        return await self.runs.projection(plan_id)
 
     # -- freeze ------------------------------------------------------------------------------
 

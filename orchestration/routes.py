@@ -237,7 +237,8 @@ class Route:
         """The contract's ``BranchId`` (built once)."""
         branch = self._branch
         if branch is None:
-            branch = self._branch = BranchId(segments=self.segments())
+            # The segments are validated models already: no second validation per frame.
+            branch = self._branch = BranchId.model_construct(segments=self.segments())
         return branch
 
     @property

@@ -53,9 +53,8 @@ from orchestration.execution import (
     workflow_id_for,
 )
 from orchestration.run.admission import admit
-from orchestration.run.expand import expand_log
+from orchestration.run.expand import expand_log, project_log
 from orchestration.run.log import LogEnd, LogEntry
-from orchestration.runs import fold_run
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.types import RunEvent, RunProjection
 from workflows.plan_run import PLAN_DIGEST, PLAN_ID
@@ -285,7 +284,7 @@ class TemporalRuns:
 
     async def projection(self, plan_id: str) -> RunProjection:
         """``fold_run`` of the whole log."""
-        return fold_run(await self.read_events(plan_id))
+        return project_log(await self.read_log(plan_id))
 
     async def status(self, plan_id: str) -> RunStatus:
         """The live headline of an open run (needs a worker)."""

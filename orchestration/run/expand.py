@@ -9,8 +9,9 @@ built once and shared by every event that names them, so expanding costs what th
 own objects cost and no more. What that is grows with the plan: a frame's ``BranchId`` holds
 its whole route, and every ``frontier_snapshot`` lists the whole frontier.
 
-``fold_run(expand_log(entries))`` is the run's projection; :class:`LogExpander` expands a log
-incrementally (a client reading a live run page by page keeps one).
+``fold_run(expand_log(entries))`` is the run's projection; :func:`project_log` computes the
+same projection without building the snapshots the fold never reads; :class:`LogExpander`
+expands a log incrementally (a client reading a live run page by page keeps one).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from orchestration.run.log import (
     LogStart,
 )
 from orchestration.run.trace import LogTrace, TracedFrame
+from orchestration.runs import fold_run
 from orchestration.tables import Table
 from orchestration.types import (
     ArtifactHandle,
@@ -52,11 +54,12 @@ from orchestration.types import (
     OutputItem,
     RunEvent,
     RunInterrupted,
+    RunProjection,
     RunSettled,
     RunStarted,
 )
 
-__all__ = ["LogExpander", "expand_log"]
+__all__ = ["LogExpander", "expand_log", "project_log"]
 
 Outputs = Table[NodeOutput]
 Artifacts = Table[ArtifactHandle]
@@ -97,12 +100,49 @@ class _ContractTables:
         return Table.union(tables)
 
 
+class _Views:
+    """The contract objects of one frame, each built once.
+
+    A live frame's table never changes, so every ``frontier_snapshot`` that lists it shares one
+    ``PendingFrame`` (and a barrier's snapshots one ``JoinArrival`` per arrival).
+    """
+
+    __slots__ = ("arrival", "pending", "ref")
+
+    def __init__(self, ref: FrameRef) -> None:
+        self.ref = ref
+        self.pending: Any = None
+        self.arrival: Any = None
+
+
+def _views(frame: _Frame) -> _Views:
+    views = frame.view
+    if views is None:
+        views = frame.view = _Views(
+            frame_ref(frame.node, frame.kind, frame.route.branch_id(), frame.via)
+        )
+    return views  # type: ignore[no-any-return]
+
+
 def ref(frame: _Frame) -> FrameRef:
     """The frame's ``FrameRef``, built once."""
-    view = frame.view
-    if view is None:
-        view = frame.view = frame_ref(frame.node, frame.kind, frame.route.branch_id(), frame.via)
-    return view  # type: ignore[no-any-return]
+    return _views(frame).ref
+
+
+def _pending(frame: _Frame) -> Any:
+    views = _views(frame)
+    if views.pending is None:
+        views.pending = pending_frame(views.ref, frame.outputs, frame.artifacts)
+    return views.pending
+
+
+def _arrival(frame: _Frame) -> Any:
+    views = _views(frame)
+    if views.arrival is None:
+        views.arrival = join_arrival(
+            views.ref.branch_id, frame.via or "", frame.outputs, frame.artifacts
+        )
+    return views.arrival
 
 
 class LogExpander:
@@ -121,8 +161,13 @@ class LogExpander:
                 out.append(event)
         return out
 
-    def feed(self, entry: LogEntry) -> RunEvent | None:  # noqa: C901 - one branch per kind
-        """The contract event of one entry (``None`` for ``merge``, which only names a frame).
+    def feed(  # noqa: C901 - one branch per kind
+        self, entry: LogEntry, *, snapshot: bool = True
+    ) -> RunEvent | None:
+        """The contract event of one entry, or ``None``.
+
+        ``None`` for ``merge`` (it only names a frame) and for a snapshot point when
+        ``snapshot`` is false (the entry is still read).
 
         Raises:
             MalformedRunLogError: the first entry is not ``start``, an entry names a frame no
@@ -162,7 +207,7 @@ class LogExpander:
                 outcome = OutcomeSkipped()
             return node_settled(ref(frame), outcome, entry.verdict, entry.at)
         if kind is LogSnapshot or kind is LogArrive:
-            return self._snapshot(entry.at)  # type: ignore[union-attr]
+            return self._snapshot(entry.at) if snapshot else None  # type: ignore[union-attr]
         if kind is LogInterrupt:
             assert isinstance(entry, LogInterrupt)
             at_frame = None if entry.frame is None else ref(trace.frames[entry.frame])
@@ -178,16 +223,14 @@ class LogExpander:
     def _snapshot(self, at: str) -> RunEvent:
         trace = self.trace
         frames = tuple(
-            pending_frame(ref(f), f.outputs, f.artifacts) for f in trace.frontier.values()
+            v.pending if (v := f.view) is not None and v.pending is not None else _pending(f)
+            for f in trace.frontier.values()
         )
         joins = tuple(
             join_state(
                 barrier.node,
                 f"{barrier.node}@{barrier.fork.route.key}",
-                tuple(
-                    join_arrival(ref(a).branch_id, a.via or "", a.outputs, a.artifacts)
-                    for a in barrier.arrivals
-                ),
+                tuple(_arrival(a) for a in barrier.arrivals),
                 barrier.required,
             )
             for barrier in trace.barriers.values()
@@ -203,3 +246,29 @@ def expand_log(entries: Iterable[LogEntry]) -> list[RunEvent]:
 
     """
     return LogExpander().expand(entries)
+
+
+def project_log(entries: Sequence[LogEntry]) -> RunProjection:
+    """``fold_run(expand_log(entries))``, without the snapshots the fold never reads.
+
+    The fold's frontier is the last ``frontier_snapshot`` advanced by the events after it, and
+    nothing else in the projection reads a snapshot; but every snapshot lists the whole
+    frontier, so the expanded log of a wide run with joins holds O(width) entries per arrival.
+    Building only the last one keeps a projection linear in the log.
+
+    Raises:
+        MalformedRunLogError: the log does not open with ``start`` or is out of order.
+
+    """
+    last = -1
+    for index in range(len(entries) - 1, -1, -1):
+        if type(entries[index]) is LogSnapshot or type(entries[index]) is LogArrive:
+            last = index
+            break
+    expander = LogExpander()
+    events: list[RunEvent] = []
+    for index, entry in enumerate(entries):
+        event = expander.feed(entry, snapshot=index == last)
+        if event is not None:
+            events.append(event)
+    return fold_run(events)

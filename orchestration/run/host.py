@@ -32,11 +32,10 @@ from orchestration.errors import RunRefusedError
 from orchestration.execution import RunSettings, workflow_id_for
 from orchestration.run.admission import Admitted, admit
 from orchestration.run.driver import Decision, Inbox, RunDriver
-from orchestration.run.expand import expand_log
+from orchestration.run.expand import expand_log, project_log
 from orchestration.run.local import LocalPort, utc_now
 from orchestration.run.log import LogEntry
 from orchestration.run.work import FrameWork
-from orchestration.runs import fold_run
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.types import OperatorStop, RunEvent, RunProjection, TurnAbort
 
@@ -69,6 +68,15 @@ class RunHost(Protocol):
         Raises:
             RunNotFoundError: the plan has no run (or, on Temporal, ``RunRefusedError``
                 ``run_not_found``).
+
+        """
+        ...
+
+    async def projection(self, plan_id: str) -> RunProjection:
+        """``fold_run`` of the run's whole log (built without the snapshots it never reads).
+
+        Raises:
+            RunNotFoundError: as :meth:`read_events`.
 
         """
         ...
@@ -131,7 +139,7 @@ class LocalRun:
 
     def projection(self) -> RunProjection:
         """``fold_run`` of the whole log so far."""
-        return fold_run(expand_log(self.log))
+        return project_log(self.log)
 
     @property
     def halted(self) -> tuple[str, ...]:
@@ -300,6 +308,10 @@ class InProcessRuns:
     async def read_events(self, plan_id: str) -> list[RunEvent]:
         """The run's whole log from the store (written ahead, so always current here)."""
         return expand_log(await self.store.read_run_log(plan_id))
+
+    async def projection(self, plan_id: str) -> RunProjection:
+        """``fold_run`` of the run's whole log from the store."""
+        return project_log(await self.store.read_run_log(plan_id))
 
     async def execute(
         self,

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 from orchestration.encoding import NodeRef
 from orchestration.engine import Decided, Dispatch, Failed, SettleResult, Succeeded
 from orchestration.predicates.structured import StructuredCell
+from orchestration.run.expand import project_log
 from orchestration.runs import fold_run
 from orchestration.testing import PlanSketch
 from orchestration.types import (
@@ -193,9 +194,12 @@ def test_fold_of_every_prefix_is_the_engine_state(
     events: list[RunEvent] = engine.drain_events()
     checkpoints: list[tuple[int, Any]] = [(len(events), _state(engine))]
 
+    logged: list[int] = [len(engine.log)]
+
     def checkpoint() -> None:
         events.extend(engine.drain_events())
         checkpoints.append((len(events), _state(engine)))
+        logged.append(len(engine.log))
 
     in_flight: list[Dispatch] = []
     stop_at = data.draw(st.one_of(st.none(), st.integers(1, 12))) if may_stop else None
@@ -221,8 +225,11 @@ def test_fold_of_every_prefix_is_the_engine_state(
     if not may_stop:
         # Nothing fails and every branch goes on: every barrier closes, nothing halts early.
         assert engine.outcome == "completed", engine.interruption
-    for length, state in checkpoints:
-        assert _folded_state(fold_run(events[:length])) == state
+    for (length, state), entries in zip(checkpoints, logged, strict=True):
+        projection = fold_run(events[:length])
+        assert _folded_state(projection) == state
+        # The projection built without the snapshots the fold never reads is the same.
+        assert project_log(engine.log[:entries]) == projection
     for length in range(1, len(events) + 1):
         folded = fold_run(events[:length])
         assert folded.outcome == ("running" if length < len(events) else engine.outcome)

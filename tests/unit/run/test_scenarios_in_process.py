@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.run.expand import expand_log
+from orchestration.run.expand import expand_log, project_log
 from orchestration.runs import fold_run
 from tests.support.hosts import InProcessHost
 from tests.support.scenarios import SCENARIOS
@@ -23,5 +23,7 @@ async def test_scenario_in_process(name: str, tmp_path: Path) -> None:
     log, projection = await InProcessHost(tmp_path).run(scenario, f"{name}-{uuid.uuid4().hex[:6]}")
     assert projection.outcome == scenario.outcome, projection.interruption
     assert fold_run(expand_log(log)) == projection
+    for length in range(1, len(log) + 1):
+        assert project_log(log[:length]) == fold_run(expand_log(log[:length])), length
     if scenario.check is not None:
         scenario.check(projection)
