@@ -255,10 +255,11 @@ def _demo(args: argparse.Namespace) -> int:
         from orchestration.api import create_orchestration
         from orchestration.approval import approval_record
         from orchestration.artifacts import FileSpoolStore
-        from orchestration.cli.progress import describe_projection, follow_run
+        from orchestration.cli.progress import describe_run, follow_run
         from orchestration.predicates import StructuredCell
         from orchestration.raw import raw_diff
         from orchestration.render import render_diff, render_plan
+        from orchestration.runs import fold_run
         from workers.codec import codec_from_env, new_key_spec
         from workers.devserver import DevServer
         from workers.logging import configure_logging
@@ -346,11 +347,11 @@ def _demo(args: argparse.Namespace) -> int:
             _section("6. the plan's one run, on Temporal, as it happens")
             runs = TemporalRuns(client, store, task_queue="demo")
             await runs.start(plan_id, {"workspace": str(workspace), "min_orders": 1})
-            await follow_run(runs, plan_id, lambda line: print(line, flush=True))
-            projection = await runs.projection(plan_id)
+            events = await follow_run(runs, plan_id, lambda line: print(line, flush=True))
+            projection = fold_run(events)
 
             _section("7. the run's projection, folded from its event log")
-            print(describe_projection(projection))
+            print(describe_run(projection, events, [node.id for node in view.nodes]))
             report = workspace / "report.txt"
             if report.exists():
                 print(f"\n{report} now holds:\n" + report.read_text())
