@@ -25,6 +25,7 @@ from orchestration.cli.common import (
 )
 from orchestration.cli.failures import outcome_exit
 from orchestration.cli.progress import describe_events, describe_run, follow_run
+from orchestration.cli.run_list import register_list
 from orchestration.cli.temporal import add_temporal_flags, connect_client
 
 __all__ = ["add_temporal_flags", "register"]
@@ -120,6 +121,8 @@ def register(commands: Any) -> None:
     graph.add_argument("plan_id")
     graph.add_argument("--format", choices=["mermaid", "dot", "svg"], default="mermaid")
     graph.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
+
+    register_list(sub)
 
     for parser, handler in (
         (start, _start),

@@ -283,6 +283,80 @@ async def test_progress_and_show_name_frames_and_the_ui_shows_the_plan(
     assert f"\n```text\n{render_plan(view, 'operator').rstrip()}\n```\n" in details
 
 
+async def test_run_list_reads_the_stores_runs_newest_first_a_page_at_a_time(
+    dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """`run list` from the plan store alone: outcome, start, duration, filters and paging.
+
+    Runs come newest first; a running run says how long it has run so far; `--outcome` and
+    `--plan-prefix` filter; `--limit` pages, printing the next page's command, and `--after`
+    follows it. `plan list` says how each plan's run ended instead of `executable`.
+    """
+    orch, store = await setup(tmp_path)
+    first, boom, second, slow = (unique_plan_id(p) for p in ("ok", "boom", "ok", "slow"))
+    never = unique_plan_id("never")
+    for plan_id, tool in ((first, "upper"), (boom, "boom"), (second, "upper"), (never, "upper")):
+        await approved(orch, plan_id, tool)
+    await approved(orch, slow, "slow", args={"seconds": 30})
+    await orch.store.close()
+    temporal = ["--address", dev_server.address, "--task-queue", task_queue, *store]
+    run_input = ["--input", '{"s": "hi", "seconds": 0}']
+    worker_store = SqlitePlanStore(str(tmp_path / "plans.sqlite3"))
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=make_toolbox(), store=worker_store
+    ):
+        for plan_id in (first, boom, second):
+            await orch_cli("run", "start", plan_id, *run_input, "--watch", *temporal)
+        code, out, err = await orch_cli("run", "start", slow, *run_input, *temporal)
+        assert code == 0, err
+
+        code, out, err = await orch_cli("run", "list", *store)
+        assert code == 0, err
+        header, *rows = out.splitlines()
+        assert header.split() == ["PLAN", "RUN", "OUTCOME", "STARTED", "(UTC)", "DURATION"]
+        cells = [row.split() for row in rows]
+        assert [(c[0], c[1], c[2]) for c in cells] == [
+            (slow, f"plan/{slow}", "running"),
+            (second, f"plan/{second}", "completed"),
+            (boom, f"plan/{boom}", "aborted"),
+            (first, f"plan/{first}", "completed"),
+        ]
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\d", c[3]) for c in cells)
+        assert cells[0][6:] == ["so", "far"]
+        assert all(re.fullmatch(r"\d+\.\d+s|\d+m\d\ds", c[5]) for c in cells)
+
+        code, out, err = await orch_cli("run", "list", "--outcome", "completed", "--json", *store)
+        assert code == 0, err
+        listed = json.loads(out)
+        assert [r["planId"] for r in listed["runs"]] == [second, first]
+        assert listed["next"] is None
+        assert all(r["startedAt"] <= r["endedAt"] for r in listed["runs"])
+        code, out, err = await orch_cli("run", "list", "--plan-prefix", "ok-", "--json", *store)
+        assert [r["planId"] for r in json.loads(out)["runs"]] == [second, first], err
+
+        code, out, err = await orch_cli("run", "list", "--limit", "3", *store)
+        assert code == 0, err
+        assert out.splitlines()[-1] == f"next page: orch run list --limit 3 --after {boom}"
+        code, out, err = await orch_cli("run", "list", "--limit", "3", "--after", boom, *store)
+        assert code == 0 and [row.split()[0] for row in out.splitlines()[1:]] == [first], out
+
+        code, out, err = await orch_cli("plan", "list", *store)
+        assert code == 0, err
+        standing = {line.split()[0]: line.split()[1] for line in out.splitlines()}
+        assert standing == {
+            first: "completed", boom: "aborted", second: "completed", never: "executable",
+            slow: "running",
+        }
+
+        code, out, err = await orch_cli("run", "stop", slow, "--cancel", *temporal)
+        assert code == 0, err
+        code, out, err = await orch_cli("run", "watch", slow, *temporal)
+        assert code == 6, err
+        code, out, err = await orch_cli("run", "list", "--outcome", "aborted", "--json", *store)
+        assert [r["planId"] for r in json.loads(out)["runs"]] == [slow, boom], err
+    await worker_store.close()
+
+
 async def create_unrun(tmp_path: Path, plan_id: str) -> None:
     store = SqlitePlanStore(str(tmp_path / "plans.sqlite3"))
     await store.create_plan(plan_id)
