@@ -46,7 +46,7 @@ def _fields(outcome: OutcomeOk) -> str:
         return ""
     shown = ", ".join(f"{k}={v!r}" for k, v in list(items[0].json_.items())[:3])
     more = f" (+{len(items) - 1} items)" if len(items) > 1 else ""
-    return f"  {shown[:90]}{more}"
+    return f"  {shown[:90]}{more}" if shown or more else ""
 
 
 class ProgressLines:
