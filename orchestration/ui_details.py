@@ -25,6 +25,9 @@ __all__ = ["DETAILS_BUDGET", "run_details", "run_summary"]
 DETAILS_BUDGET = 16_000
 """The most UTF-8 bytes the details take: under 20 KB once encoded and encrypted."""
 
+_MIN_LINE = 12
+"""The fewest bytes a node's or an edge's line of a Mermaid flowchart takes (``  n0 --> n1``)."""
+
 
 def run_summary(view: RawPlanView, *, resumed: bool = False) -> str:
     """``plan <id> · <n> nodes · digest <12 hex>`` (``· resumed`` for a resume)."""
@@ -43,8 +46,15 @@ def run_details(view: RawPlanView, budget: int = DETAILS_BUDGET) -> str:
         budget: The most UTF-8 bytes the text may take.
 
     """
-    chart = f"```mermaid\n{plan_mermaid(view).rstrip()}\n```\n"
-    if _size(chart) > budget // 2:
+    items = len(view.nodes) + len(view.edges)
+    # Every node and edge takes a line of at least _MIN_LINE bytes, so a chart past that
+    # bound is not drawn only to be left out (a 20,000-node chart takes most of a second).
+    chart = (
+        ""
+        if items * _MIN_LINE > budget // 2
+        else f"```mermaid\n{plan_mermaid(view).rstrip()}\n```\n"
+    )
+    if not chart or _size(chart) > budget // 2:
         chart = (
             f"The flowchart of its {len(view.nodes)} nodes is too large to show here: draw it "
             f"with `orch plan graph {view.plan_id} --format svg`.\n"

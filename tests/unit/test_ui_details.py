@@ -9,9 +9,9 @@ from orchestration.types import RawPlanView, StringField
 from orchestration.ui_details import DETAILS_BUDGET, run_details, run_summary
 
 
-def chain(length: int, *, text: str = "x") -> RawPlanView:
+def chain(length: int, *, text: str = "x", name: str = "step") -> RawPlanView:
     s = PlanSketch("p-ui").entry(StringField(path="s"))
-    names = [f"step_{i}" for i in range(length)]
+    names = [f"{name}_{i}" for i in range(length)]
     for name in names:
         s.call(name, "text.upper", args={"s": text}, output=[StringField(path="value")])
     return s.chain("entry", *names).view()
@@ -56,3 +56,12 @@ def test_backticks_in_the_plan_cannot_close_the_fence() -> None:
     """Prose holding a run of backticks is fenced by a longer run."""
     details = run_details(chain(1, text="````"))
     assert "\n`````text\n" in details and details.endswith("\n`````\n")
+
+
+def test_a_flowchart_of_few_but_long_lines_is_measured_and_left_out_whole() -> None:
+    """A chart too big for half the budget is never cut: it is replaced by where to draw it."""
+    view = chain(100, name="a_step_with_a_very_long_identifier_that_fills_its_line")
+    assert len(plan_mermaid(view).encode()) > DETAILS_BUDGET // 2
+    details = run_details(view)
+    assert "```mermaid" not in details and "orch plan graph p-ui --format svg" in details
+    assert size(details) <= DETAILS_BUDGET
