@@ -17,6 +17,7 @@ what remains here is misuse and input that can never be made valid.
     ├── RevisionOutOfRangeError        revision_out_of_range
     ├── ConflictingOpError             conflicting_op
     ├── MalformedRunLogError           malformed_run_log
+    ├── InvalidListingError            invalid_listing
     ├── InvalidRunInputError           invalid_run_input
     ├── UnrunnablePlanError            unrunnable_plan
     ├── EngineStateError               engine_state
@@ -51,6 +52,7 @@ __all__ = [
     "CellUnavailableError",
     "ConflictingOpError",
     "EngineStateError",
+    "InvalidListingError",
     "InvalidRunInputError",
     "MalformedRunLogError",
     "NoReaderResolverError",
@@ -156,6 +158,18 @@ class MalformedRunLogError(OrchestrationError):
     """A run-event list that no fold can read (empty, or not opening with ``run_started``)."""
 
     code = "malformed_run_log"
+
+
+class InvalidListingError(OrchestrationError):
+    """A store listing asked for a page it cannot give.
+
+    A negative ``limit``, an outcome filter that is not a run's, or an ``after`` cursor that
+    names no plan of the store (for runs: no plan with a run). A cursor is the id of the last
+    plan of the previous page, and plans are never deleted, so a cursor the store handed out
+    stays valid.
+    """
+
+    code = "invalid_listing"
 
 
 class InvalidRunInputError(OrchestrationError):

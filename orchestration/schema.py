@@ -23,6 +23,7 @@ from orchestration.types import (
     RawPlanView,
     RunEvent,
     RunProjection,
+    RunSummary,
 )
 
 __all__ = ["SCHEMA_ID", "default_schema_path", "export_schema", "schema_text"]
@@ -33,6 +34,7 @@ _ROOTS: dict[str, Any] = {
     "PlanOp": PlanOp,
     "RawPlanView": RawPlanView,
     "PlanSummary": PlanSummary,
+    "RunSummary": RunSummary,
     "PlanIssue": PlanIssue,
     "PlanDiff": PlanDiff,
     "ApprovalRecord": ApprovalRecord,

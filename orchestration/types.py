@@ -117,6 +117,7 @@ __all__ = [
     "RunProjection",
     "RunSettled",
     "RunStarted",
+    "RunSummary",
     "SelectDefinition",
     "SelectNode",
     "SetBoundsOp",
@@ -638,7 +639,15 @@ class RawPlanView(WireModel):
 
 
 class PlanSummary(WireModel):
-    """A plan's headline for listings; carries ``state``, which a view deliberately does not."""
+    """A plan's headline for listings; carries ``state``, which a view deliberately does not.
+
+    Attributes:
+        run_id: The plan's one run, once claimed (an ``executable`` plan that has run or is
+            running); ``None`` before.
+        run_outcome: How that run ended, as the plan store holds it; ``None`` while it runs
+            (or before it was claimed), so a listing can say what an executable plan did.
+
+    """
 
     plan_id: str
     state: PlanState
@@ -648,6 +657,8 @@ class PlanSummary(WireModel):
     label: str | None = None
     provenance: PlanProvenance | None = None
     updated_at: str
+    run_id: str | None = None
+    run_outcome: RunOutcome | None = None
 
 
 class StateDigest(WireModel):
@@ -943,6 +954,36 @@ InterruptionCause = Annotated[
 # --------------------------------------------------------------------------------------------
 
 RunOutcome = Literal["completed", "halted", "aborted"]
+
+
+class RunSummary(WireModel):
+    """A plan's one run for listings (``orch run list``), as the plan store holds it.
+
+    The store keeps a run's claim at once and its log as the worker mirrors it (at the end, at
+    a wait for an operator, every few thousand entries), so a running run may have no start
+    entry yet: ``claimed_at`` is then the only time there is.
+
+    Attributes:
+        plan_id: The plan the run belongs to.
+        run_id: The id the run was claimed with (on Temporal, ``plan/<planId>``).
+        execution: The execution that holds the run, when a worker has bound it.
+        outcome: How the run ended; ``None`` while it runs, as far as the store knows.
+        claimed_at: When the store first recorded the claim (the store's clock); ``None`` for
+            a run claimed before stores kept that time.
+        started_at: The time of the log's ``start`` entry, once the store holds it.
+        ended_at: The time of the log's last entry, when the run has an outcome (its ``end``).
+        log_length: How many log entries the store holds.
+
+    """
+
+    plan_id: str
+    run_id: str
+    execution: str | None = None
+    outcome: RunOutcome | None = None
+    claimed_at: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    log_length: int = 0
 
 
 class RunStarted(WireModel):

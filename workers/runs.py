@@ -57,6 +57,7 @@ from orchestration.run.expand import expand_log, project_log
 from orchestration.run.log import LogEnd, LogEntry
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.types import RunEvent, RunProjection
+from orchestration.ui_details import run_details, run_summary
 from workflows.plan_run import PLAN_DIGEST, PLAN_ID
 from workflows.runlog import segment_from_history
 
@@ -147,10 +148,10 @@ class TemporalRuns:
                     if run_settings.search_attributes
                     else None
                 ),
-                static_summary=(
-                    f"Plan {plan_id}: {len(view.nodes)} nodes, digest {view.digest[:12]}"
-                    + (" (resumed)" if admitted.resume else "")
-                ),
+                # What the Web UI shows on the run's page: the plan's size, its flowchart and
+                # its operator view (user metadata: through the codec like every payload).
+                static_summary=run_summary(view, resumed=admitted.resume),
+                static_details=run_details(view),
             )
         except WorkflowAlreadyStartedError as exc:
             running = await self._status_of(workflow_id) in _OPEN

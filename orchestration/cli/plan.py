@@ -26,8 +26,9 @@ from orchestration.cli.common import (
     read_text_file,
     with_store,
 )
+from orchestration.cli.paging import add_paging_flags, next_page, paged
 from orchestration.predicates.structured import AUTHORING_GUIDE
-from orchestration.types import PlanOp, RawPlanView
+from orchestration.types import PlanOp, PlanSummary, RawPlanView
 
 __all__ = ["register"]
 
@@ -97,8 +98,12 @@ def register(commands: Any) -> None:
     add_json_flag(diff)
     diff.set_defaults(handler=_diff)
 
-    listing = sub.add_parser("list", help="plan summaries")
+    listing = sub.add_parser(
+        "list",
+        help="plan summaries in creation order; a plan that ran says how its run ended",
+    )
     listing.add_argument("--state", choices=["editable", "reviewable", "executable"])
+    add_paging_flags(listing, "plans")
     add_store_flag(listing)
     add_json_flag(listing)
     listing.set_defaults(handler=_list)
@@ -289,23 +294,38 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def go(store: Any) -> Any:
-        return await store.list_plans(state=args.state)
-
-    plans = with_store(args, go)
-    emit(
-        args,
-        plans,
-        lambda: (
-            "\n".join(
-                f"{p.plan_id:<20} {p.state:<11} rev {p.revision:<5} nodes {p.node_count:<4} "
-                f"{p.digest[:12]}  {p.label or ''}"
-                for p in plans
+    async def go(store: Any) -> tuple[list[PlanSummary], bool]:
+        async def fetch(limit: int, after: str | None) -> list[PlanSummary]:
+            plans: list[PlanSummary] = await store.list_plans(
+                state=args.state, limit=limit, after=after
             )
-            or "(no plans)"
-        ),
-    )
+            return plans
+
+        return await paged(args, fetch, cursors="a plan")
+
+    plans, more = with_store(args, go)
+    cursor = plans[-1].plan_id if more else None
+
+    def text() -> str:
+        lines = [
+            f"{p.plan_id:<20} {_standing(p):<11} rev {p.revision:<5} nodes {p.node_count:<4} "
+            f"{p.digest[:12]}  {p.label or ''}".rstrip()
+            for p in plans
+        ]
+        if cursor is not None:
+            state = ["--state", args.state] if args.state else []
+            lines.append(next_page(["orch", "plan", "list", *state], args, cursor))
+        return "\n".join(lines) or "(no plans)"
+
+    emit(args, {"plans": plans, "next": cursor}, text)
     return 0
+
+
+def _standing(plan: PlanSummary) -> str:
+    """What a listing says of a plan: its state, or, once it has a run, how the run ended."""
+    if plan.run_id is None:
+        return plan.state
+    return plan.run_outcome or "running"
 
 
 def _clone(args: argparse.Namespace) -> int:

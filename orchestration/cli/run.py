@@ -24,7 +24,8 @@ from orchestration.cli.common import (
     run_async,
 )
 from orchestration.cli.failures import outcome_exit
-from orchestration.cli.progress import describe_event, describe_projection, follow_run
+from orchestration.cli.progress import describe_events, describe_run, follow_run
+from orchestration.cli.run_list import register_list
 from orchestration.cli.temporal import add_temporal_flags, connect_client
 
 __all__ = ["add_temporal_flags", "register"]
@@ -121,6 +122,8 @@ def register(commands: Any) -> None:
     graph.add_argument("--format", choices=["mermaid", "dot", "svg"], default="mermaid")
     graph.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
 
+    register_list(sub)
+
     for parser, handler in (
         (start, _start),
         (resume, _resume),
@@ -212,14 +215,14 @@ def _start(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
         handle = await runs.start(args.plan_id, run_input, resume_run_id=args.resume)
         if args.watch:
-            await follow_run(runs, args.plan_id, _progress(args))
-            return await runs.projection(args.plan_id)
+            return await _read(runs, args.plan_id, _progress(args))
         return {"runId": handle.id, "planId": args.plan_id}
 
     result = _with_runs(args, go)
     if args.watch:
-        emit(args, result, lambda: describe_projection(result))
-        return outcome_exit(result, args.plan_id)
+        projection, events, nodes = result
+        emit(args, projection, lambda: describe_run(projection, events, nodes))
+        return outcome_exit(projection, args.plan_id)
     emit(
         args,
         result,
@@ -234,14 +237,14 @@ def _resume(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
         handle = await runs.start(args.plan_id, {}, resume_run_id=workflow_id_for(args.plan_id))
         if args.watch:
-            await follow_run(runs, args.plan_id, _progress(args))
-            return await runs.projection(args.plan_id)
+            return await _read(runs, args.plan_id, _progress(args))
         return {"runId": handle.id, "planId": args.plan_id, "resumed": True}
 
     result = _with_runs(args, go)
     if args.watch:
-        emit(args, result, lambda: describe_projection(result))
-        return outcome_exit(result, args.plan_id)
+        projection, events, nodes = result
+        emit(args, projection, lambda: describe_run(projection, events, nodes))
+        return outcome_exit(projection, args.plan_id)
     else:
         emit(
             args,
@@ -277,29 +280,46 @@ def _start_input(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _read(
+    runs: Any, plan_id: str, follow: Callable[[str], None] | None = None
+) -> tuple[Any, list[Any], list[str]]:
+    """The run's projection, its whole log's events and the plan's node ids.
+
+    With ``follow``, the run is followed to its end first, its progress printed there.
+    """
+    from orchestration.runs import fold_run
+
+    if follow is not None:
+        events = await follow_run(runs, plan_id, follow)
+    else:
+        events = await runs.read_events(plan_id)
+    view = (await runs.store.fold(plan_id)).view
+    return fold_run(events), events, [node.id for node in view.nodes]
+
+
 def _watch(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
-        await follow_run(runs, args.plan_id, _progress(args))
-        return await runs.projection(args.plan_id)
+        return await _read(runs, args.plan_id, _progress(args))
 
-    projection = _with_runs(args, go, reads=True)
-    emit(args, projection, lambda: describe_projection(projection))
+    projection, events, nodes = _with_runs(args, go, reads=True)
+    emit(args, projection, lambda: describe_run(projection, events, nodes))
     return outcome_exit(projection, args.plan_id)
 
 
 def _show(args: argparse.Namespace) -> int:
     async def go(runs: Any) -> Any:
-        projection = await runs.projection(args.plan_id)
+        projection, events, nodes = await _read(runs, args.plan_id)
         if not args.render:
-            return projection, None
+            return projection, events, nodes, None
         from orchestration.render import render_plan
 
         view = (await runs.store.fold(args.plan_id)).view
-        return projection, render_plan(view, args.audience, view="as_executed", run=projection)
+        text = render_plan(view, args.audience, view="as_executed", run=projection)
+        return projection, events, nodes, text
 
-    projection, text = _with_runs(args, go, reads=True)
+    projection, events, nodes, text = _with_runs(args, go, reads=True)
     if text is None:
-        emit(args, projection, lambda: describe_projection(projection))
+        emit(args, projection, lambda: describe_run(projection, events, nodes))
     else:
         payload = {"planId": args.plan_id, "projection": projection, "text": text}
         emit(args, payload, lambda: text.rstrip("\n"))
@@ -311,7 +331,7 @@ def _log(args: argparse.Namespace) -> int:
         return await runs.read_events(args.plan_id)
 
     events = _with_runs(args, go, reads=True)
-    emit(args, events, lambda: "\n".join(line for e in events if (line := describe_event(e))))
+    emit(args, events, lambda: "\n".join(describe_events(events)))
     return 0
 
 

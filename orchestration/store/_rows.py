@@ -19,13 +19,17 @@ from orchestration.types import (
     PlanProvenance,
     PlanSummary,
     RawPlanView,
+    RunSummary,
     WireModel,
 )
 
-from . import _rules
+from . import _listing, _rules
 from .base import RunRecord, TransitionRequest
 
-SUMMARY_COLUMNS = "plan_id, state, digest, revision, node_count, label, provenance, updated_at"
+SUMMARY_COLUMNS = (
+    "plan_id, state, digest, revision, node_count, label, provenance, updated_at, run_id,"
+    " run_outcome"
+)
 """The columns :func:`summary` reads, in its order."""
 
 RUN_COLUMNS = "run_id, run_execution, run_outcome"
@@ -74,7 +78,18 @@ def run(columns: Sequence[Any], log_length: int) -> RunRecord | None:
 
 def summary(row: Sequence[Any]) -> PlanSummary:
     """A row of :data:`SUMMARY_COLUMNS` as a listing entry."""
-    plan_id, state, digest, revision, node_count, label, provenance_text, updated_at = row
+    (
+        plan_id,
+        state,
+        digest,
+        revision,
+        node_count,
+        label,
+        provenance_text,
+        updated_at,
+        run_id,
+        run_outcome,
+    ) = row
     return PlanSummary(
         plan_id=plan_id,
         state=state,
@@ -84,6 +99,16 @@ def summary(row: Sequence[Any]) -> PlanSummary:
         label=label,
         provenance=provenance(provenance_text),
         updated_at=updated_at,
+        run_id=run_id,
+        run_outcome=run_outcome,
+    )
+
+
+def run_summary(row: Sequence[Any]) -> RunSummary:
+    """A row of the ``list_runs`` statement as a listing entry."""
+    plan_id, run_id, execution, outcome, claimed_at, first, last, length = row
+    return _listing.run_summary_of_bodies(
+        plan_id, run_id, execution, outcome, claimed_at, first, last, length
     )
 
 
@@ -111,8 +136,8 @@ def new_ops(
 
 
 def new_run(plan_id: str, record: RunRecord, updated_at: str) -> tuple[object, ...]:
-    """The parameters of ``set_run``: the run a claim admitted."""
-    return (record.run_id, record.execution, record.outcome, updated_at, plan_id)
+    """The parameters of ``set_run``: the run a claim admitted (claimed now, if first)."""
+    return (record.run_id, record.execution, record.outcome, updated_at, updated_at, plan_id)
 
 
 def new_log(plan_id: str, write: _rules.LogWrite) -> list[tuple[object, ...]]:

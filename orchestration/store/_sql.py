@@ -36,6 +36,8 @@ class Dialect:
     """The suffix of a plan-row read that locks the row to write it."""
     for_share: str
     """The suffix of a plan-row read that locks the row against writes while it is copied."""
+    next_run_seq: str
+    """The next place in claim order, for a run claimed now (``{plans}`` is rendered)."""
 
     def render(self, template: str) -> str:
         """``template`` with ``{p}`` as this dialect's placeholder and its table names."""
@@ -55,6 +57,8 @@ SQLITE = Dialect(
     # A write runs in BEGIN IMMEDIATE, which holds the file's write lock before the first read.
     for_update="",
     for_share="",
+    # Every write holds the file's write lock, so the largest place so far is stable.
+    next_run_seq="(SELECT COALESCE(MAX(run_seq), 0) + 1 FROM {plans})",
 )
 
 POSTGRES = Dialect(
@@ -65,6 +69,8 @@ POSTGRES = Dialect(
     # READ COMMITTED locks nothing it reads: a deciding read must lock the row itself.
     for_update=" FOR UPDATE",
     for_share=" FOR SHARE",
+    # Claims of different plans lock different rows, so only a sequence gives distinct places.
+    next_run_seq="nextval('orch_run_seq')",
 )
 
 
@@ -108,9 +114,13 @@ class Statements:
             "UPDATE {plans} SET state = {p}, approval = COALESCE({p}, approval), updated_at = {p}"
             " WHERE plan_id = {p}"
         )
+        # The first claim of a run gives it its place in claim order and its claim time; a
+        # bind, retry or resume keeps both (SET reads the row as it was before the update).
         self.set_run = render(
             "UPDATE {plans} SET run_id = {p}, run_execution = {p}, run_outcome = {p},"
-            " updated_at = {p} WHERE plan_id = {p}"
+            " updated_at = {p},"
+            " run_claimed_at = CASE WHEN run_seq IS NULL THEN {p} ELSE run_claimed_at END,"
+            f" run_seq = COALESCE(run_seq, {dialect.next_run_seq}) WHERE plan_id = {{p}}"
         )
         self.set_run_outcome = render(
             "UPDATE {plans} SET run_outcome = {p}, updated_at = {p} WHERE plan_id = {p}"
@@ -130,9 +140,28 @@ class Statements:
             "INSERT INTO {run_log} (plan_id, position, body) VALUES ({p}, {p}, {p})"
         )
         # The state filter is bound twice; the cast lets PostgreSQL type a NULL parameter.
+        # Paging is by seq: the rows after the cursor plan's (-1 for the first page).
         self.list_plans = render(
             f"SELECT {SUMMARY_COLUMNS} FROM {{plans}}"
-            " WHERE CAST({p} AS TEXT) IS NULL OR state = {p} ORDER BY seq"
+            " WHERE (CAST({p} AS TEXT) IS NULL OR state = {p}) AND seq > {p}"
+            " ORDER BY seq LIMIT {p}"
+        )
+        # Newest claim first, below the cursor's place; the outcome filter is bound twice
+        # (NULL: any), the prefix as its length and itself. Only an ended run's last entry is
+        # read: a running run's may be a large settle, and its time is not an end.
+        self.list_runs = render(
+            "SELECT p.plan_id, p.run_id, p.run_execution, p.run_outcome, p.run_claimed_at,"
+            " (SELECT l.body FROM {run_log} l WHERE l.plan_id = p.plan_id AND l.position = 0),"
+            " CASE WHEN p.run_outcome IS NULL THEN NULL ELSE"
+            " (SELECT l.body FROM {run_log} l WHERE l.plan_id = p.plan_id"
+            " ORDER BY l.position DESC LIMIT 1) END,"
+            " (SELECT COALESCE(MAX(l.position) + 1, 0) FROM {run_log} l"
+            " WHERE l.plan_id = p.plan_id)"
+            " FROM {plans} p"
+            " WHERE p.run_seq IS NOT NULL AND p.run_seq < {p}"
+            " AND (CAST({p} AS TEXT) IS NULL OR COALESCE(p.run_outcome, 'running') = {p})"
+            " AND substr(p.plan_id, 1, CAST({p} AS INTEGER)) = {p}"
+            " ORDER BY p.run_seq DESC LIMIT {p}"
         )
 
     def plan(self, columns: str, lock: RowLock | None = None) -> str:

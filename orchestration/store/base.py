@@ -53,6 +53,10 @@ is :mod:`orchestration.store._rules`):
   position ``start + i``; a position already held must hold the same entry (by canonical JSON),
   so re-mirroring a prefix is harmless and two histories of one run cannot be interleaved. A
   gap is refused. The store keeps the run's outcome: the last entry's, when it is ``end``.
+* **Listings page by plan id.** ``list_plans`` gives plans in creation order and ``list_runs``
+  gives runs newest claim first; each takes ``limit`` and ``after``, the id of the last plan of
+  the previous page, and continues right after it in its order whatever was written since
+  (keyset paging: nothing is skipped or shown twice).
 * **The digest is the fold's**: ``read_state().digest`` equals
   ``fold_ops(plan_id, read_ops(plan_id), read_provenance(plan_id)).view.digest``.
 """
@@ -73,6 +77,7 @@ from orchestration.types import (
     PlanState,
     PlanSummary,
     RunOutcome,
+    RunSummary,
     StateDigest,
     TemplateProvenance,
     WireModel,
@@ -92,6 +97,7 @@ __all__ = [
     "PlanStateRecord",
     "PlanStore",
     "RevisionState",
+    "RunOutcomeFilter",
     "RunRecord",
     "StateDigest",
     "TransitionOk",
@@ -253,6 +259,10 @@ class RunRecord(WireModel):
     execution: str | None = None
     outcome: RunOutcome | None = None
     log_length: int = 0
+
+
+RunOutcomeFilter = Literal["completed", "halted", "aborted", "running"]
+"""What ``list_runs`` may filter on: an outcome, or ``running`` (no outcome yet)."""
 
 
 class PlanStateRecord(WireModel):
@@ -434,8 +444,47 @@ class PlanStore(Protocol):
         """
         ...
 
-    async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
-        """Summaries in creation order, optionally only those in ``state``."""
+    async def list_plans(
+        self,
+        *,
+        state: PlanState | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[PlanSummary]:
+        """Summaries in creation order, optionally only those in ``state``.
+
+        Each carries the plan's run id and outcome, once it has a run. At most ``limit``
+        summaries (default: all); ``after`` continues right after that plan (the last one of
+        the previous page) in creation order.
+
+        Raises:
+            InvalidListingError: ``limit`` is negative, or ``after`` names no plan.
+
+        """
+        ...
+
+    async def list_runs(
+        self,
+        *,
+        outcome: RunOutcomeFilter | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[RunSummary]:
+        """The plans' runs, newest claim first.
+
+        Only runs that ended ``outcome`` (``running``: those with no outcome yet) and whose
+        plan id starts with ``prefix``, when given. At most ``limit`` runs (default: all);
+        ``after`` continues with the runs claimed before that plan's run, so paging by the
+        last plan id of each page neither skips nor repeats a run while others are claimed.
+        Start and end times come from the stored log (``start`` first, ``end`` last), the
+        claim's time from the store's clock.
+
+        Raises:
+            InvalidListingError: ``limit`` is negative, ``outcome`` is none of
+                :data:`RunOutcomeFilter`, or ``after`` names no plan with a run.
+
+        """
         ...
 
     async def close(self) -> None:

@@ -36,6 +36,7 @@ import pytest_asyncio
 
 from orchestration.encoding import NodeRef, canonical_digest
 from orchestration.errors import (
+    InvalidListingError,
     MalformedRunLogError,
     PlanNotFoundError,
     RevisionOutOfRangeError,
@@ -73,6 +74,7 @@ from orchestration.types import (
     PlanOp,
     PlanState,
     RunOutcome,
+    RunSummary,
     SetNodeFieldOp,
     TemplateProvenance,
     TurnAbort,
@@ -87,6 +89,7 @@ from .base import (
     CreateRefused,
     PlanStateRecord,
     PlanStore,
+    RunOutcomeFilter,
     RunRecord,
     StateDigest,
     TransitionOk,
@@ -1387,6 +1390,238 @@ class PlanStoreConformance:
             state: [s.plan_id for s in await store.list_plans(state=state)] for state in _STATES
         }
         assert by_state == {"editable": ["b", "d"], "reviewable": ["a"], "executable": ["c"]}
+
+    @pytest.mark.asyncio
+    async def test_list_plans_pages_by_the_last_plan_id(self, store: PlanStore) -> None:
+        """``limit`` cuts the listing; ``after`` continues right after that plan.
+
+        With a state filter too; a plan created between two pages shows on a later page, and
+        nothing shows twice. A cursor naming no plan, or a negative limit, is invalid_listing.
+        """
+        for plan_id in ("e", "d", "c"):
+            await self._authored(store, plan_id)
+        await self._reviewable(store, "b")
+        first = await store.list_plans(limit=2)
+        assert [s.plan_id for s in first] == ["e", "d"]
+        await self._authored(store, "a")
+        rest = await store.list_plans(limit=2, after="d")
+        assert [s.plan_id for s in rest] == ["c", "b"]
+        assert [s.plan_id for s in await store.list_plans(limit=2, after="b")] == ["a"]
+        assert await store.list_plans(after="a") == []
+        assert await store.list_plans(limit=0) == []
+        editable = await store.list_plans(state="editable", limit=1, after="d")
+        assert [s.plan_id for s in editable] == ["c"]
+        assert [s.plan_id for s in await store.list_plans(state="editable", after="c")] == ["a"]
+        whole = await store.list_plans()
+        assert [*first, *rest, *await store.list_plans(after="b")] == whole
+        with pytest.raises(InvalidListingError):
+            await store.list_plans(after="ghost")
+        with pytest.raises(InvalidListingError):
+            await store.list_plans(limit=-1)
+
+    @pytest.mark.asyncio
+    async def test_list_plans_says_each_plans_run(self, store: PlanStore) -> None:
+        """A summary carries the plan's run id and outcome: none, running, then its outcome."""
+        await self._authored(store, "draft")
+        digest = await self._executable(store, "p")
+
+        async def summary(plan_id: str) -> tuple[str | None, str | None]:
+            (found,) = [s for s in await store.list_plans() if s.plan_id == plan_id]
+            return found.run_id, found.run_outcome
+
+        assert await summary("draft") == (None, None)
+        assert await summary("p") == (None, None)
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+        assert await summary("p") == ("run-1", None)
+        await store.append_run_log("p", "run-1", 0, [_start("run-1", digest), _end("halted")])
+        assert await summary("p") == ("run-1", "halted")
+
+    async def _run_ended(
+        self, store: PlanStore, plan_id: str, outcome: RunOutcome | None, *, made: bool = False
+    ) -> str:
+        """An executable ``plan_id`` (``made``: already) whose run ``run-<plan_id>`` ended.
+
+        With ``outcome`` ``None`` it is still running (its start is in the log). Returns the
+        digest.
+        """
+        if made:
+            digest = (await store.read_state(plan_id)).digest
+        else:
+            digest = await self._executable(store, plan_id)
+        run_id = f"run-{plan_id}"
+        claimed = await store.claim_run(plan_id, digest, run_id, execution="exec-a")
+        assert isinstance(claimed, ClaimOk), claimed
+        log: list[LogEntry] = [_start(run_id, digest), _enter(0)]
+        if outcome is not None:
+            log.append(LogEnd(outcome=outcome, at="2026-01-01T00:00:09Z"))
+        await store.append_run_log(plan_id, run_id, 0, log)
+        return digest
+
+    @pytest.mark.asyncio
+    async def test_list_runs_newest_claim_first_with_what_each_run_did(
+        self, store: PlanStore
+    ) -> None:
+        """Runs come newest claim first (not creation order), each with its times and outcome.
+
+        started_at is the start entry's time, ended_at the end entry's (none while running),
+        claimed_at the store's time of the first claim, which a resume keeps, as it keeps the
+        run's place. A plan with no run is not listed.
+        """
+        for plan_id in ("a-1", "b-1", "a-2"):
+            await self._executable(store, plan_id)
+        await self._authored(store, "never")
+        order: list[tuple[str, RunOutcome | None]] = [
+            ("b-1", None),
+            ("a-2", "aborted"),
+            ("a-1", "completed"),
+        ]
+        digests = {
+            plan_id: await self._run_ended(store, plan_id, end, made=True) for plan_id, end in order
+        }
+        runs = await store.list_runs()
+        assert [r.plan_id for r in runs] == ["a-1", "a-2", "b-1"]
+        assert [r.model_dump(exclude={"claimed_at"}) for r in runs] == [
+            RunSummary(
+                plan_id=plan_id,
+                run_id=f"run-{plan_id}",
+                execution="exec-a",
+                outcome=outcome,
+                started_at=_AT,
+                ended_at=None if outcome is None else "2026-01-01T00:00:09Z",
+                log_length=2 if outcome is None else 3,
+            ).model_dump(exclude={"claimed_at"})
+            for plan_id, outcome in reversed(order)
+        ]
+        claimed = [r.claimed_at for r in runs]
+        assert all(c is not None for c in claimed)
+        stamps = [dt.datetime.fromisoformat(c) for c in claimed if c is not None]
+        assert stamps == sorted(stamps, reverse=True)
+
+        resumed = await store.claim_run(
+            "a-2", digests["a-2"], "run-a-2", execution="exec-b", resume=True
+        )
+        assert isinstance(resumed, ClaimOk)
+        after = await store.list_runs()
+        assert [r.plan_id for r in after] == ["a-1", "a-2", "b-1"]
+        assert [r.claimed_at for r in after] == claimed
+        assert (after[1].outcome, after[1].ended_at, after[1].execution) == (
+            None,
+            None,
+            "exec-b",
+        )
+
+    @pytest.mark.asyncio
+    async def test_list_runs_filters_by_outcome_and_plan_id_prefix(
+        self, store: PlanStore
+    ) -> None:
+        """Filters: ``outcome`` (``running``: no outcome yet) and an exact plan id ``prefix``.
+
+        The prefix is literal: case matters and ``%`` or ``_`` are no wildcards.
+        """
+        cases: list[tuple[str, RunOutcome | None]] = [
+            ("ops-1", "completed"),
+            ("ops-2", "halted"),
+            ("Ops-3", "completed"),
+            ("op%_4", None),
+            ("dev-1", "aborted"),
+        ]
+        for plan_id, outcome in cases:
+            await self._run_ended(store, plan_id, outcome)
+        await self._executable(store, "ops-reserved")
+        reserved = (await store.read_state("ops-reserved")).digest
+        await store.claim_run("ops-reserved", reserved, "run-r")
+
+        async def listed(
+            outcome: RunOutcomeFilter | None = None, prefix: str = ""
+        ) -> list[str]:
+            return [r.plan_id for r in await store.list_runs(outcome=outcome, prefix=prefix)]
+
+        everything = ["ops-reserved", "dev-1", "op%_4", "Ops-3", "ops-2", "ops-1"]
+        assert await listed() == everything
+        assert await listed("completed") == ["Ops-3", "ops-1"]
+        assert await listed("halted") == ["ops-2"]
+        assert await listed("aborted") == ["dev-1"]
+        assert await listed("running") == ["ops-reserved", "op%_4"]
+        assert await listed(prefix="ops-") == ["ops-reserved", "ops-2", "ops-1"]
+        assert await listed(prefix="op%") == ["op%_4"]
+        assert await listed(prefix="op_") == []
+        assert await listed("completed", "ops") == ["ops-1"]
+        assert await listed(prefix="ops-1") == ["ops-1"]
+        assert await listed(prefix="") == everything
+        (reservation,) = await store.list_runs(prefix="ops-reserved")
+        assert (reservation.execution, reservation.started_at, reservation.log_length) == (
+            None,
+            None,
+            0,
+        )
+
+    @pytest.mark.asyncio
+    async def test_list_runs_pages_by_the_last_plan_id(self, store: PlanStore) -> None:
+        """``after`` continues with the runs claimed before that plan's run.
+
+        A run claimed between two pages does not shift the next page: it is newer than the
+        cursor, so it shows on a fresh first page, never twice and never instead of another.
+        Filters apply on every page; a cursor naming no plan or a plan without a run, a
+        negative limit or an outcome that is not one, is invalid_listing.
+        """
+        for index in range(5):
+            await self._run_ended(store, f"p{index}", "completed" if index % 2 else "halted")
+        first = await store.list_runs(limit=2)
+        assert [r.plan_id for r in first] == ["p4", "p3"]
+        await self._run_ended(store, "p5", "completed")
+        second = await store.list_runs(limit=2, after="p3")
+        assert [r.plan_id for r in second] == ["p2", "p1"]
+        assert [r.plan_id for r in await store.list_runs(limit=2, after="p1")] == ["p0"]
+        assert await store.list_runs(after="p0") == []
+        assert await store.list_runs(limit=0) == []
+        halted = await store.list_runs(outcome="halted", limit=1, after="p4")
+        assert [r.plan_id for r in halted] == ["p2"]
+        assert [r.plan_id for r in await store.list_runs(outcome="halted", after="p2")] == ["p0"]
+        assert [r.plan_id for r in await store.list_runs(prefix="p", after="p5")] == [
+            "p4",
+            "p3",
+            "p2",
+            "p1",
+            "p0",
+        ]
+        await self._authored(store, "no-run")
+        for kwargs in (
+            {"after": "ghost"},
+            {"after": "no-run"},
+            {"limit": -1},
+            {"outcome": "settled"},
+        ):
+            with pytest.raises(InvalidListingError):
+                await store.list_runs(**kwargs)
+
+    @pytest.mark.asyncio
+    async def test_racing_claims_of_many_plans_take_distinct_places(
+        self, store: PlanStore, tmp_path: Path
+    ) -> None:
+        """Claims of different plans at once, from two handles, all land and all are listed."""
+        peer = await self.make_peer(store, tmp_path)
+        try:
+            digests = {f"r{i}": await self._executable(store, f"r{i}") for i in range(8)}
+            results = await asyncio.gather(
+                *(
+                    (store if i % 2 else peer).claim_run(
+                        plan_id, digest, f"run-{plan_id}", execution=f"exec-{plan_id}"
+                    )
+                    for i, (plan_id, digest) in enumerate(digests.items())
+                )
+            )
+            assert all(isinstance(r, ClaimOk) for r in results), results
+            listed = await store.list_runs()
+            assert sorted(r.plan_id for r in listed) == sorted(digests)
+            pages: list[str] = []
+            after: str | None = None
+            while page := await peer.list_runs(limit=3, after=after):
+                pages += [r.plan_id for r in page]
+                after = page[-1].plan_id
+            assert pages == [r.plan_id for r in listed]
+        finally:
+            if peer is not store:
+                await peer.close()
 
     @pytest.mark.asyncio
     async def test_every_write_refreshes_updated_at(self, store: PlanStore) -> None:

@@ -29,10 +29,11 @@ from orchestration.types import (
     PlanState,
     PlanSummary,
     RunOutcome,
+    RunSummary,
     TemplateProvenance,
 )
 
-from . import _rules
+from . import _listing, _rules
 from .base import (
     AppendOk,
     AppendRefused,
@@ -41,6 +42,7 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    RunOutcomeFilter,
     RunRecord,
     TransitionOk,
     TransitionRefused,
@@ -65,6 +67,9 @@ class _Plan:
     run_id: str | None = None
     run_execution: str | None = None
     run_outcome: RunOutcome | None = None
+    run_seq: int | None = None
+    """The run's place in claim order (a store-wide counter), once claimed."""
+    run_claimed_at: str | None = None
     log: list[LogEntry] = field(default_factory=list)
     log_bodies: list[str] = field(default_factory=list)
     """The canonical body of each entry of ``log``, which a held position is compared by."""
@@ -73,6 +78,33 @@ class _Plan:
         view = fold_ops(self.plan_id, self.ops, self.provenance).view
         self.digest = view.digest
         self.node_count = len(view.nodes)
+
+    def summary(self) -> PlanSummary:
+        return PlanSummary(
+            plan_id=self.plan_id,
+            state=self.state,
+            digest=self.digest,
+            revision=len(self.ops),
+            node_count=self.node_count,
+            label=self.label,
+            provenance=self.provenance,
+            updated_at=self.updated_at,
+            run_id=self.run_id,
+            run_outcome=self.run_outcome,
+        )
+
+    def run_summary(self) -> RunSummary:
+        assert self.run_id is not None
+        return _listing.run_summary(
+            self.plan_id,
+            self.run_id,
+            self.run_execution,
+            self.run_outcome,
+            self.run_claimed_at,
+            self.log[0] if self.log else None,
+            self.log[-1] if self.log else None,
+            len(self.log),
+        )
 
     def run(self) -> RunRecord | None:
         if self.run_id is None:
@@ -96,6 +128,7 @@ class MemoryPlanStore:
 
     def __init__(self, *, clock: Callable[[], str] = _rules.utc_now) -> None:
         self._plans: dict[str, _Plan] = {}
+        self._run_seq = 0
         self._lock = asyncio.Lock()
         self._clock = clock
 
@@ -297,6 +330,10 @@ class MemoryPlanStore:
                 plan.run_execution = record.execution
                 plan.run_outcome = record.outcome
                 plan.updated_at = self._clock()
+                if plan.run_seq is None:
+                    self._run_seq += 1
+                    plan.run_seq = self._run_seq
+                    plan.run_claimed_at = plan.updated_at
             return answer
 
     async def read_run_id(self, plan_id: str) -> str | None:
@@ -339,23 +376,51 @@ class MemoryPlanStore:
             first, stop = _rules.screen_log_read(plan_id, plan.run(), run_id, start, limit)
             return plan.log[first:stop]
 
-    async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
-        """Summaries in creation order, optionally only those in ``state``."""
+    async def list_plans(
+        self,
+        *,
+        state: PlanState | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[PlanSummary]:
+        """Summaries in creation order, optionally only those in ``state`` (see ``PlanStore``)."""
+        count = _listing.screen_limit("list_plans", limit)
         async with self._lock:
-            return [
-                PlanSummary(
-                    plan_id=plan.plan_id,
-                    state=plan.state,
-                    digest=plan.digest,
-                    revision=len(plan.ops),
-                    node_count=plan.node_count,
-                    label=plan.label,
-                    provenance=plan.provenance,
-                    updated_at=plan.updated_at,
-                )
-                for plan in self._plans.values()
-                if state is None or plan.state == state
+            plans = list(self._plans.values())
+            if after is not None:
+                if after not in self._plans:
+                    raise _listing.cursor_not_found("list_plans", after, needs_run=False)
+                plans = plans[[p.plan_id for p in plans].index(after) + 1 :]
+            chosen = [p for p in plans if state is None or p.state == state]
+            return [plan.summary() for plan in chosen[:count]]
+
+    async def list_runs(
+        self,
+        *,
+        outcome: RunOutcomeFilter | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[RunSummary]:
+        """The plans' runs, newest claim first (see ``PlanStore``)."""
+        count = _listing.screen_limit("list_runs", limit)
+        wanted = _listing.screen_outcome(outcome)
+        async with self._lock:
+            claimed = {p.run_seq: p for p in self._plans.values() if p.run_seq is not None}
+            before = max(claimed, default=0) + 1
+            if after is not None:
+                cursor = self._plans.get(after)
+                if cursor is None or cursor.run_seq is None:
+                    raise _listing.cursor_not_found("list_runs", after, needs_run=True)
+                before = cursor.run_seq
+            runs = [claimed[seq] for seq in sorted(claimed, reverse=True) if seq < before]
+            chosen = [
+                p
+                for p in runs
+                if p.plan_id.startswith(prefix)
+                and (wanted is None or (p.run_outcome or "running") == wanted)
             ]
+            return [plan.run_summary() for plan in chosen[:count]]
 
     async def close(self) -> None:
         """Nothing to release: the plans live as long as the object."""

@@ -45,10 +45,11 @@ from orchestration.types import (
     PlanProvenance,
     PlanState,
     PlanSummary,
+    RunSummary,
     TemplateProvenance,
 )
 
-from . import _oplog, _rows, _rules
+from . import _listing, _oplog, _rows, _rules
 from ._sql import POSTGRES, RowLock, Statements
 from .base import (
     AppendOk,
@@ -58,6 +59,7 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    RunOutcomeFilter,
     RunRecord,
     TransitionOk,
     TransitionRefused,
@@ -118,6 +120,21 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             body        TEXT NOT NULL,
             PRIMARY KEY (plan_id, position)
         );
+        """,
+    ),
+    (
+        3,
+        # Each run's place in claim order and its claim time, for run listings. A run claimed
+        # before takes its plan's creation place (so older runs stay older) and no time; the
+        # sequence continues after the largest place.
+        """
+        ALTER TABLE orch_plans
+            ADD COLUMN run_seq BIGINT UNIQUE,
+            ADD COLUMN run_claimed_at TEXT;
+        UPDATE orch_plans SET run_seq = seq WHERE run_id IS NOT NULL;
+        CREATE SEQUENCE orch_run_seq;
+        SELECT setval('orch_run_seq', COALESCE((SELECT MAX(run_seq) FROM orch_plans), 0) + 1,
+            false);
         """,
     ),
 )
@@ -602,14 +619,55 @@ class PostgresPlanStore:
 
         return await self._transaction(work)
 
-    async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
-        """Summaries in creation order, optionally only those in ``state``."""
+    async def list_plans(
+        self,
+        *,
+        state: PlanState | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[PlanSummary]:
+        """Summaries in creation order, optionally only those in ``state`` (see ``PlanStore``)."""
+        count = _listing.screen_limit("list_plans", limit)
 
         async def work(
             conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
         ) -> list[PlanSummary]:
-            cursor = await conn.execute(_SQL.list_plans, (state, state))
+            since = -1
+            if after is not None:
+                row = await (await conn.execute(_SQL.plan("seq"), (after,))).fetchone()
+                if row is None:
+                    raise _listing.cursor_not_found("list_plans", after, needs_run=False)
+                (since,) = row
+            cursor = await conn.execute(_SQL.list_plans, (state, state, since, count))
             return [_rows.summary(row) for row in await cursor.fetchall()]
+
+        return await self._transaction(work)
+
+    async def list_runs(
+        self,
+        *,
+        outcome: RunOutcomeFilter | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[RunSummary]:
+        """The plans' runs, newest claim first (see ``PlanStore``)."""
+        count = _listing.screen_limit("list_runs", limit)
+        wanted = _listing.screen_outcome(outcome)
+
+        async def work(
+            conn: AsyncConnection[Any], seen: dict[str, list[PlanOp]]
+        ) -> list[RunSummary]:
+            below = _listing.NO_LIMIT
+            if after is not None:
+                row = await (await conn.execute(_SQL.plan("run_seq"), (after,))).fetchone()
+                if row is None or row[0] is None:
+                    raise _listing.cursor_not_found("list_runs", after, needs_run=True)
+                (below,) = row
+            cursor = await conn.execute(
+                _SQL.list_runs, (below, wanted, wanted, len(prefix), prefix, count)
+            )
+            return [_rows.run_summary(row) for row in await cursor.fetchall()]
 
         return await self._transaction(work)
 

@@ -47,10 +47,11 @@ from orchestration.types import (
     PlanProvenance,
     PlanState,
     PlanSummary,
+    RunSummary,
     TemplateProvenance,
 )
 
-from . import _oplog, _rows, _rules
+from . import _listing, _oplog, _rows, _rules
 from ._sql import SQLITE, RowLock, Statements
 from .base import (
     AppendOk,
@@ -60,6 +61,7 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    RunOutcomeFilter,
     RunRecord,
     TransitionOk,
     TransitionRefused,
@@ -118,6 +120,17 @@ CREATE TABLE run_log (
     body        TEXT NOT NULL,
     PRIMARY KEY (plan_id, position)
 ) WITHOUT ROWID;
+""",
+    ),
+    (
+        3,
+        # Each run's place in claim order and its claim time, for run listings. A run claimed
+        # before takes its plan's creation place (so older runs stay older) and no time.
+        """
+ALTER TABLE plans ADD COLUMN run_seq INTEGER;
+ALTER TABLE plans ADD COLUMN run_claimed_at TEXT;
+UPDATE plans SET run_seq = seq WHERE run_id IS NOT NULL;
+CREATE UNIQUE INDEX plans_run_seq ON plans (run_seq);
 """,
     ),
 )
@@ -600,11 +613,51 @@ class SqlitePlanStore:
 
         return await self._reading(work)
 
-    async def list_plans(self, *, state: PlanState | None = None) -> list[PlanSummary]:
-        """Summaries in creation order, optionally only those in ``state``."""
+    async def list_plans(
+        self,
+        *,
+        state: PlanState | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[PlanSummary]:
+        """Summaries in creation order, optionally only those in ``state`` (see ``PlanStore``)."""
+        count = _listing.screen_limit("list_plans", limit)
 
         def work(conn: sqlite3.Connection) -> list[PlanSummary]:
-            return [_rows.summary(row) for row in conn.execute(_SQL.list_plans, (state, state))]
+            since = -1
+            if after is not None:
+                row = conn.execute(_SQL.plan("seq"), (after,)).fetchone()
+                if row is None:
+                    raise _listing.cursor_not_found("list_plans", after, needs_run=False)
+                (since,) = row
+            rows = conn.execute(_SQL.list_plans, (state, state, since, count))
+            return [_rows.summary(row) for row in rows]
+
+        return await self._reading(work)
+
+    async def list_runs(
+        self,
+        *,
+        outcome: RunOutcomeFilter | None = None,
+        prefix: str = "",
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[RunSummary]:
+        """The plans' runs, newest claim first (see ``PlanStore``)."""
+        count = _listing.screen_limit("list_runs", limit)
+        wanted = _listing.screen_outcome(outcome)
+
+        def work(conn: sqlite3.Connection) -> list[RunSummary]:
+            below = _listing.NO_LIMIT
+            if after is not None:
+                row = conn.execute(_SQL.plan("run_seq"), (after,)).fetchone()
+                if row is None or row[0] is None:
+                    raise _listing.cursor_not_found("list_runs", after, needs_run=True)
+                (below,) = row
+            rows = conn.execute(
+                _SQL.list_runs, (below, wanted, wanted, len(prefix), prefix, count)
+            )
+            return [_rows.run_summary(row) for row in rows]
 
         return await self._reading(work)
 

@@ -66,6 +66,7 @@ def cases(tmp: Path) -> dict[tuple[str, ...], tuple[list[str], str, int]]:
         ("run", "resume"): (["run", "resume", "p", *UNREACHABLE, *store],
                             "temporal_unreachable", 3),
         ("run", "input"): (["run", "input", "p", "--input", "[1", *store], "bad_input", 2),
+        ("run", "list"): (["run", "list", "--limit", "0", *store], "bad_limit", 2),
         ("tools", "list"): (["tools", "list", "--tools", "nosuch.m:X"], "bad_import_spec", 2),
         ("run", "watch"): (["run", "watch", "p", *UNREACHABLE, *store],
                            "temporal_unreachable", 3),
@@ -138,6 +139,28 @@ def test_every_command_refuses_an_unknown_flag_as_a_usage_error(workdir: Path) -
             lambda path: run([*path, "--no-such-flag"], json_mode=True), paths))
     for result in results:
         assert_refused(result, "usage", 2, json_mode=True)
+
+
+def test_run_list_refuses_a_bad_page_filter_or_cursor(workdir: Path) -> None:
+    """`run list`: a page size out of range or not a number, an outcome that is none, a
+    cursor that names no plan with a run (an unknown id, a plan never run, an empty id)."""
+    store = ["--store", str(workdir / "plans.sqlite3")]
+    table = [
+        (["--limit", "0"], "bad_limit"),
+        (["--limit", "1001"], "bad_limit"),
+        (["--limit", "-5"], "bad_limit"),
+        (["--limit", "ten"], "usage"),
+        (["--outcome", "finished"], "usage"),
+        (["--after", "ghost"], "bad_cursor"),
+        (["--after", "p"], "bad_cursor"),
+        (["--after", ""], "bad_cursor"),
+    ]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(
+            lambda case: run(["run", "list", *case[0], *store], json_mode=True), table))
+    for (_, code), result in zip(table, results, strict=True):
+        assert_refused(result, code, 2, json_mode=True)
+    assert "--after" in results[5].stderr and "previous page" in results[5].stderr
 
 
 def test_op_files_that_cannot_be_read(workdir: Path) -> None:

@@ -65,7 +65,10 @@ def test_new_apply_show_round_trip(store: Path, ops_file: Path) -> None:
     assert [op["lamport"] for op in ops] == [1, 2, 3]
     assert {op["actorId"] for op in ops} == {"cli"}
     listing = orch_json("plan", "list", store=store)
-    assert [(p["planId"], p["state"], p["label"]) for p in listing] == [("p1", "editable", "demo")]
+    assert listing["next"] is None
+    assert [(p["planId"], p["state"], p["label"]) for p in listing["plans"]] == [
+        ("p1", "editable", "demo")
+    ]
 
 
 def test_stale_expected_revision_is_refused_with_the_fix(store: Path, ops_file: Path) -> None:
@@ -116,3 +119,25 @@ def test_schema_check_passes_on_a_clean_checkout(store: Path) -> None:
     assert "matches" in orch("schema", "--check", store=store).stdout
     printed = json.loads(orch("schema", store=store).stdout)
     assert "PlanOp" in printed["$defs"]
+
+
+def test_plan_list_pages_by_the_last_plan_id(store: Path) -> None:
+    """`--limit` cuts the listing and prints the next page's command; `--after` follows it.
+
+    Under --json the cursor is `next` (null on the last page); a cursor naming no plan and a
+    page size out of range are refusals naming the fix.
+    """
+    for plan_id in ("p1", "p2", "p3", "p4", "p5"):
+        orch("plan", "new", plan_id, store=store)
+    first = orch("plan", "list", "--limit", "2", store=store).stdout.splitlines()
+    assert [line.split()[0] for line in first[:2]] == ["p1", "p2"]
+    assert first[2] == "next page: orch plan list --limit 2 --after p2"
+    second = orch_json("plan", "list", "--limit", "2", "--after", "p2", store=store)
+    assert [p["planId"] for p in second["plans"]] == ["p3", "p4"] and second["next"] == "p4"
+    last = orch_json("plan", "list", "--limit", "2", "--after", "p4", store=store)
+    assert [p["planId"] for p in last["plans"]] == ["p5"] and last["next"] is None
+    assert orch("plan", "list", "--after", "p5", store=store).stdout == "(no plans)\n"
+    for args, code in ((["--after", "ghost"], "bad_cursor"), (["--limit", "0"], "bad_limit")):
+        refused = orch("plan", "list", *args, store=store, check=False)
+        assert refused.returncode == 2 and refused.stderr.startswith(f"error[{code}]: ")
+        assert len(refused.stderr.splitlines()) == 1

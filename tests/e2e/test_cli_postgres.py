@@ -34,7 +34,7 @@ def test_cli_authors_freezes_and_approves_on_postgres(
     rendered = orch_json("plan", "render", "p1", store=store)
     assert rendered["digest"] == applied["digest"]
     orch("plan", "approve", "p1", "--digest", rendered["digest"], "--by", "op", store=store)
-    listing = orch_json("plan", "list", store=store)
+    listing = orch_json("plan", "list", store=store)["plans"]
     assert [(p["planId"], p["state"], p["label"]) for p in listing] == [
         ("p1", "executable", "shared")
     ]

@@ -52,7 +52,7 @@ def test_freeze_render_and_approve_by_the_typed_digest(tmp_path: Path, store: Pa
     assert wrong.returncode == 2
     assert wrong.stderr.startswith("error[digest_mismatch]: (unknown_digest) ")
     assert digest in wrong.stderr
-    assert orch_json("plan", "list", store=store)[0]["state"] == "reviewable"
+    assert orch_json("plan", "list", store=store)["plans"][0]["state"] == "reviewable"
 
     approved = orch_json("plan", "approve", "p1", "--digest", digest.upper(), "--by", "alice",
                          "--at", "2026-01-01T00:00:00Z", store=store)

@@ -117,7 +117,7 @@ async def test_mcp_serves_a_tier_over_stdio(store: Path) -> None:
     ]
     assert not made.is_error
     plan_id = made.structured_content["data"]["planId"]  # type: ignore[index]
-    plans = orch_json("plan", "list", store=store)
+    plans = orch_json("plan", "list", store=store)["plans"]
     assert [p["planId"] for p in plans] == [plan_id]
     assert plans[0]["provenance"] == {"kind": "template", "template": "research",
                                       "args": json.loads(ARGS)}

@@ -11,7 +11,14 @@ import pytest
 from orchestration.encoding import canonical_digest
 from orchestration.ops import fold_ops
 from orchestration.run.log import LogStart
-from orchestration.store import ClaimOk, ClaimRefused, PlanStore, PlanStoreConformance, RunRecord
+from orchestration.store import (
+    ClaimOk,
+    ClaimRefused,
+    PlanStore,
+    PlanStoreConformance,
+    RunRecord,
+    TransitionRequest,
+)
 from orchestration.store._rules import VERSION_1_EXECUTION
 from orchestration.store.postgres import (
     MIGRATIONS,
@@ -149,7 +156,10 @@ def write_version_1(dsn: str) -> str:
 async def test_a_version_1_database_is_migrated_and_its_run_never_runs_again(
     postgres: PostgresCluster,
 ) -> None:
-    """Migration 2 keeps a version-1 database's data; its claimed run is bound to no worker."""
+    """Migrations keep a version-1 database's data; its claimed run is bound to no worker.
+
+    The legacy run keeps its place in run listings, with no claim time.
+    """
     dsn = postgres.new_database()
     digest = write_version_1(dsn)
     store = PostgresPlanStore(dsn)
@@ -164,6 +174,27 @@ async def test_a_version_1_database_is_migrated_and_its_run_never_runs_again(
         assert await store.claim_run("p", digest, "run-1") == ClaimOk(run_id="run-1", resumed=True)
         start = LogStart(run_id="run-1", digest=digest, entry="entry", at=AT)
         assert await store.append_run_log("p", "run-1", 0, [start]) == 1
+        # Migration 3 gives the legacy run its place and no claim time; new runs come after.
+        await store.create_plan("q")
+        op = AddNodeOp(op_id="op-1", actor_id="a", lamport=1, at=AT, node=EntryNode(id="entry"))
+        q_digest = fold_ops("q", [op]).view.digest
+        await store.append_ops("q", [op])
+        await store.transition(
+            "q", TransitionRequest(from_="editable", to="reviewable", expected_digest=q_digest)
+        )
+        approval = ApprovalRecord(
+            plan_id="q", digest=q_digest, authority_set=(), decided_by="op", decided_at=AT
+        )
+        await store.transition(
+            "q",
+            TransitionRequest(
+                from_="reviewable", to="executable", expected_digest=q_digest, approval=approval
+            ),
+        )
+        assert isinstance(await store.claim_run("q", q_digest, "run-q", execution="w"), ClaimOk)
+        runs = await store.list_runs()
+        assert [(r.plan_id, r.started_at) for r in runs] == [("q", None), ("p", AT)]
+        assert runs[0].claimed_at is not None and runs[1].claimed_at is None
     finally:
         await store.close()
     assert schema_version(dsn) == SCHEMA_VERSION

@@ -25,6 +25,7 @@ def test_store_package_exports_exactly_its_public_names() -> None:
         "PlanStore",
         "PlanStoreConformance",
         "RevisionState",
+        "RunOutcomeFilter",
         "RunRecord",
         "SqlitePlanStore",
         "StateDigest",

@@ -177,6 +177,10 @@ async def test_a_version_1_file_is_upgraded_in_place_on_open(tmp_path: Path) -> 
         )
         await first.transition("q", gate)
         await first.claim_run("q", appended.digest, "plan/q", execution="w")
+        # The legacy run keeps its place in run listings, with no claim time; q comes first.
+        runs = await second.list_runs()
+        assert [(r.plan_id, r.outcome) for r in runs] == [("q", None), ("p", None)]
+        assert runs[0].claimed_at is not None and runs[1].claimed_at is None
         log: list[LogEntry] = [
             LogStart(run_id="plan/q", digest=appended.digest, entry="entry", at=AT),
             LogEnd(outcome="aborted", at=AT),

@@ -2,7 +2,8 @@
 
 The memory store is the executable model: every step runs on both stores, the answers (values
 or error types and messages) must be equal, and after every step every plan must read back the
-same from both (``updatedAt`` aside, which is a wall-clock stamp).
+same from both, and so must the plan and run listings (``updatedAt`` and ``claimedAt``
+aside, which are wall-clock stamps).
 """
 
 from __future__ import annotations
@@ -398,7 +399,13 @@ class StoresAgree(RuleBasedStateMachine):
                 except Exception as exc:  # noqa: BLE001 - the error itself is what is compared
                     seen.append(("raised", (type(exc), str(exc))))
             listing = [s.model_dump(exclude={"updated_at"}) for s in await store.list_plans()]
-            return [*seen, ("ok", listing)]
+            runs = [r.model_dump(exclude={"claimed_at"}) for r in await store.list_runs()]
+            pages = [
+                [r.plan_id for r in await store.list_runs(outcome=outcome, limit=1, after=a)]
+                for outcome in ("running", "aborted", None)
+                for a in (None, *(r["plan_id"] for r in runs))
+            ]
+            return [*seen, ("ok", listing), ("ok", runs), ("ok", pages)]
 
         self.both(read_back)
 
