@@ -244,6 +244,10 @@ class RunSettings(WireModel):
     """Upsert ``PlanId``/``PlanDigest``/``PlanOutcome`` (they must be registered on the server)."""
     continue_as_new_after_events: int | None = Field(default=None, ge=100)
     """Force continue-as-new after this many history events (default: when suggested)."""
+    activity_summaries: bool = True
+    """Label each node's activity ``<node> · <tool>`` in the Temporal UI. A summary is one more
+    payload per activity for the SDK to convert, which a run of many short calls feels (see the
+    README's benchmarks); the activity id names the frame either way."""
 
 
 class ContinuedRun(WireModel):

@@ -217,7 +217,7 @@ class _Port:
         settings = self.settings
         return {
             "activity_id": activity_id_for(d.key, d.attempt),
-            "summary": summary,
+            "summary": summary if settings.activity_summaries else None,
             "start_to_close_timeout": timedelta(seconds=settings.start_to_close_seconds),
             "retry_policy": _ONE_ATTEMPT,
         }
@@ -303,7 +303,11 @@ class _Port:
                 evaluate_request(d),
                 result_type=EvaluateResponse,
                 activity_id=activity_id_for(d.key, d.attempt),
-                summary=f"{node.id} · {node.definition.evaluator}",
+                summary=(
+                    f"{node.id} · {node.definition.evaluator}"
+                    if self.settings.activity_summaries
+                    else None
+                ),
                 start_to_close_timeout=_LOCAL_TIMEOUT,
                 retry_policy=_ONE_ATTEMPT,
             )

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
@@ -170,6 +171,21 @@ async def test_the_log_is_in_the_store_and_pages_by_query(
     await store.close()
 
 
+def _labelled_node_activities(history: Any) -> list[int]:
+    """Events of a node's activity (ordinary, or local: a ``plan.call`` marker) with a label."""
+    found = []
+    for event in history.events:
+        if not event.user_metadata.HasField("summary"):
+            continue
+        marker = event.marker_recorded_event_attributes
+        local_call = marker.marker_name == "core_local_activity" and any(
+            b"plan.call" in payload.data for payload in marker.details["data"].payloads
+        )
+        if event.HasField("activity_task_scheduled_event_attributes") or local_call:
+            found.append(event.event_id)
+    return found
+
+
 async def test_short_replay_safe_calls_take_the_fast_path(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -193,11 +209,20 @@ async def test_short_replay_safe_calls_take_the_fast_path(
         "c", "quick", output=[StringField(path="value")], replay_safe=False, on_indeterminate="halt"
     )
     store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    plan = sketch.chain("entry", "a", "b", "c").view()
+    quiet = FAST_RETRY.model_copy(update={"activity_summaries": False})
     async with build_worker(client, task_queue=task_queue, toolbox=tools, store=store):
-        handle, view = await start_run(
-            client, task_queue, store, sketch.chain("entry", "a", "b", "c").view(), {"s": "x"}
-        )
+        handle, view = await start_run(client, task_queue, store, plan, {"s": "x"})
         assert (await handle.result()).outcome == "completed"
+        unlabelled, other = await start_run(
+            client,
+            task_queue,
+            store,
+            plan.model_copy(update={"plan_id": unique_plan_id("quiet")}),
+            {"s": "x"},
+            settings=quiet,
+        )
+        assert (await unlabelled.result()).outcome == "completed"
     history = await handle.fetch_history()
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_id
@@ -207,7 +232,19 @@ async def test_short_replay_safe_calls_take_the_fast_path(
     markers = sum(1 for e in history.events if e.HasField("marker_recorded_event_attributes"))
     assert [s.split(":")[0] for s in scheduled] == ["b", "c"]
     assert markers >= 3  # the claim, the fast tools, a's call (and the log's mirror)
+    # Each node's activity carries its label; with activity_summaries off, none does.
+    converter = client.data_converter.payload_converter
+    labels = {
+        converter.from_payload(e.user_metadata.summary, str)
+        for e in history.events
+        if e.user_metadata.HasField("summary")
+    }
+    assert {"a · quick (local)", "b · careful", "c · quick"} <= labels
+    quiet_history = await unlabelled.fetch_history()
+    assert len(_labelled_node_activities(history)) == 3
+    assert _labelled_node_activities(quiet_history) == []
     await replay(client, view.plan_id, store)
+    await replay(client, other.plan_id, store)
     await store.close()
 
 
