@@ -320,22 +320,6 @@ def dict_copy_bytes(entries: int) -> int:
     return size
 
 
-def route_bytes(table: int) -> int:
-    """What one leaf frame's route costs by contract: its segments and its two key strings."""
-    view = fan_plan(table, 1)
-    engine = RunEngine.start(view, "bench", {}, AT)
-    while True:
-        ready = engine.ready(AT)
-        leaf = next((d for d in ready if d.node.id == "leaf"), None)
-        if leaf is not None:
-            break
-        for d in ready:
-            engine.settle(d.key, Succeeded(ITEM), AT)
-    segments = leaf.frame.branch_id.segments
-    key = leaf.key
-    return sys.getsizeof(segments) + sys.getsizeof(key) + sys.getsizeof(key[key.index(":") + 1 :])
-
-
 def bench_memory() -> None:
     print("fan-out memory (tracemalloc peak; events drained as a host does):")
     per_branch: dict[int, float] = {}
@@ -343,14 +327,12 @@ def bench_memory() -> None:
         narrow = traced_peak(fan_plan(table, 1000), keep_log=False)
         wide = traced_peak(fan_plan(table, 2000), keep_log=False)
         per_branch[table] = (wide - narrow) / 1000
-        route = route_bytes(table)
         copy_cost = dict_copy_bytes(table + 1)
         print(
             f"  {table:>5,}-entry table: 1,000 wide {narrow / 1e6:.1f} MB, 2,000 wide "
             f"{wide / 1e6:.1f} MB (ratio {wide / narrow:.2f}); per extra branch "
-            f"{per_branch[table] / 1e3:.1f} kB, of which {route / 1e3:.1f} kB is the route; "
-            f"the rest {(per_branch[table] - route) / 1e3:.1f} kB vs {copy_cost / 1e3:.1f} kB "
-            "to copy the table"
+            f"{per_branch[table] / 1e3:.1f} kB (its frame, its interned route, its dispatch) "
+            f"vs {copy_cost / 1e3:.1f} kB to copy the table once"
         )
     kept_narrow = traced_peak(fan_plan(1000, 1000), keep_log=True)
     kept_wide = traced_peak(fan_plan(1000, 2000), keep_log=True)
