@@ -288,22 +288,38 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from orchestration.run.expand import project_log
+    from orchestration.run.log import started_build
+
     async def go(runs: Any) -> Any:
-        projection = await runs.projection(args.plan_id)
+        log = await runs.read_log(args.plan_id)
+        projection = project_log(log)
         if not args.render:
-            return projection, None
+            return projection, None, started_build(log)
         from orchestration.render import render_plan
 
         view = (await runs.store.fold(args.plan_id)).view
-        return projection, render_plan(view, args.audience, view="as_executed", run=projection)
+        text = render_plan(view, args.audience, view="as_executed", run=projection)
+        return projection, text, started_build(log)
 
-    projection, text = _with_runs(args, go, reads=True)
+    projection, text, build = _with_runs(args, go, reads=True)
     if text is None:
-        emit(args, projection, lambda: describe_projection(projection))
+        emit(args, projection, lambda: _with_build(describe_projection(projection), build))
     else:
         payload = {"planId": args.plan_id, "projection": projection, "text": text}
         emit(args, payload, lambda: text.rstrip("\n"))
     return 0
+
+
+def _with_build(summary: str, build: str | None) -> str:
+    """The summary with, after its first line, the build the run started on (when recorded).
+
+    The build is not part of the contract's projection, so ``--json`` (the projection) omits it.
+    """
+    if build is None:
+        return summary
+    head, _, rest = summary.partition("\n")
+    return f"{head}\nbuild: {build}\n{rest}" if rest else f"{head}\nbuild: {build}"
 
 
 def _log(args: argparse.Namespace) -> int:
