@@ -348,8 +348,8 @@ class RunStatus(WireModel):
     stopping: InterruptionCause | None = None
     segment: int = 1
     build: str | None = None
-    """The worker deployment version (``<deploymentName>.<buildId>``) this execution runs on;
-    ``None`` on an unversioned worker."""
+    """The worker deployment version (``<deploymentName>.<buildId>``) this execution started on
+    (a pinned run stays there unless an operator moves it); ``None`` on an unversioned worker."""
 
 
 class ResolveDecision(WireModel):

@@ -1,4 +1,5 @@
-"""Worker Versioning drills: a rollout, a rollback and the replay gate, with real processes.
+"""Worker Versioning drills with real processes: a rollout, a rollback, the replay gate, and a
+pinned run moved to another build by an operator.
 
 Build A is ``python -m workers`` from this checkout; build B is the same command run from a
 copy of the ``workflows`` package in which ``PlanRun`` issues one more command (a timer) before
@@ -474,6 +475,86 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
             kill(b)
         kill(a)
         await store.close()
+
+
+async def test_an_operator_moves_a_stuck_pinned_run_to_another_build(
+    server: DevServer, vclient: Client, tmp_path: Path
+) -> None:
+    """A run halted on build 1 whose workers must go: the gate vouches for build 2 replaying it,
+    ``temporal workflow update-options`` pins it there, build 1 is stopped, and the operator's
+    answer completes the run on build 2 (its start still says build 1)."""
+    address = server.address
+    task_queue = f"tq-{uuid.uuid4().hex[:10]}"
+    deployment = f"move-{uuid.uuid4().hex[:6]}"
+    store_path, ledger = tmp_path / "plans.sqlite3", tmp_path / "ledger.db"
+    drill_tools.record(str(ledger), "-", "init")
+    store = SqlitePlanStore(store_path)
+    flags = ("--deployment-name", deployment, "--build-id")
+    first = worker(address, task_queue, store_path, tmp_path / "1.log", flags=(*flags, "m-1"))
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        await set_current(address, deployment, "m-1")
+        handle, view = await start_run(
+            vclient,
+            task_queue,
+            store,
+            halting(unique_plan_id("move"), ledger),
+            {"s": "x"},
+            settings=LOSE_CALLS,
+        )
+        frame = (await halted_frame(handle)).halted[0]
+        second = worker(address, task_queue, store_path, tmp_path / "2.log", flags=(*flags, "m-2"))
+        await set_current(address, deployment, "m-2")
+
+        workflow_id = workflow_id_for(view.plan_id)
+        status, out, err = await run(
+            ORCH,
+            "replay-check",
+            "--query",
+            f"WorkflowId = '{workflow_id}'",
+            "--address",
+            address,
+            "--store",
+            str(store_path),
+        )
+        assert status == 0 and out.startswith("ok "), out + err
+        status, _, err = await temporal(
+            address,
+            "workflow",
+            "update-options",
+            "--workflow-id",
+            workflow_id,
+            "--versioning-override-behavior",
+            "pinned",
+            "--versioning-override-deployment-name",
+            deployment,
+            "--versioning-override-build-id",
+            "m-2",
+        )
+        assert status == 0, err
+        kill(first)
+        await TemporalRuns(vclient, store, task_queue=task_queue).resolve(
+            view.plan_id, frame, "skip"
+        )
+        assert (await asyncio.wait_for(handle.result(), 60)).outcome == "completed"
+    finally:
+        if second is not None:
+            kill(second)
+        if first.poll() is None:
+            kill(first)
+    (history,) = await executions(vclient, view.plan_id)
+    order = [
+        e.workflow_task_completed_event_attributes.deployment_version.build_id
+        for e in history.events
+        if e.HasField("workflow_task_completed_event_attributes")
+    ]
+    assert order[0] == "m-1" and order[-1] == "m-2", order
+    assert drill_tools.pids(str(ledger), view.plan_id)["after"] == {second.pid}
+    info = (await handle.describe()).raw_description.workflow_execution_info.versioning_info
+    assert info.versioning_override.pinned.version.build_id == "m-2"
+    assert started_build(await store.read_run_log(view.plan_id)) == f"{deployment}.m-1"
+    await replay(vclient, view.plan_id, store)
+    await store.close()
 
 
 async def test_without_a_deployment_name_a_run_is_unversioned_as_before(
