@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import VersioningBehavior
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 
 from orchestration.execution import RunSettings, RunStatus, workflow_id_for
 from orchestration.run.log import started_build
@@ -321,13 +321,15 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
     server: DevServer, vclient: Client, tmp_path: Path
 ) -> None:
     """B made current: runs in flight on A (a held call, a halted frame, a continue-as-new) end
-    on A; new runs start on B; after a rollback new runs start on A again. Each run records its
-    build; A drains; the replay gate passes each build's runs on its own code only."""
+    on A; new runs, and the resumed execution of a run cancelled on A, start on B; after a
+    rollback new runs start on A again. Each run records its build; A drains; the replay gate
+    passes each build's executions on its own code only."""
     address = server.address
     task_queue = f"tq-{uuid.uuid4().hex[:10]}"
     deployment = f"orch-{uuid.uuid4().hex[:6]}"
     build_a, build_b_id = f"{deployment}.a-1", f"{deployment}.b-1"
     store_path, ledger, gate = tmp_path / "plans.sqlite3", tmp_path / "ledger.db", tmp_path / "gate"
+    resume_gate = tmp_path / "resume-gate"
     drill_tools.record(str(ledger), "-", "init")
     store = SqlitePlanStore(store_path)
     b_code = build_b(tmp_path)
@@ -359,10 +361,18 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
             settings=LOSE_CALLS,
         )
         assert (await halted_frame(stuck)).build == build_a
-        await eventually(
-            lambda: "hold" in drill_tools.pids(str(ledger), held_view.plan_id),
-            "the held call in flight",
+        cancelled, resumed_view = await start_run(
+            vclient,
+            task_queue,
+            store,
+            held_chain(unique_plan_id("resume"), ledger, resume_gate, 1),
+            {"s": "x"},
         )
+        for plan_id in (held_view.plan_id, resumed_view.plan_id):
+            await eventually(
+                lambda plan_id=plan_id: "hold" in drill_tools.pids(str(ledger), plan_id),
+                "a held call in flight",
+            )
 
         b = worker(
             address,
@@ -384,8 +394,17 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
         )
         assert (await asyncio.wait_for(fresh.result(), 60)).outcome == "completed"
 
+        runs = TemporalRuns(vclient, store, task_queue=task_queue, settings=FAST_RETRY)
+        await cancelled.cancel()  # it ends once its call in flight settles, and c1 never runs
+        resume_gate.touch()
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(cancelled.result(), 60)
+        resumed = await runs.start(
+            resumed_view.plan_id, {"s": "x"}, resume_run_id=workflow_id_for(resumed_view.plan_id)
+        )
+        assert (await asyncio.wait_for(resumed.result(), 60)).outcome == "completed"
+
         gate.touch()
-        runs = TemporalRuns(vclient, store, task_queue=task_queue)
         frame = (await stuck.query("status", result_type=RunStatus)).halted[0]
         await runs.resolve(stuck_view.plan_id, frame, "skip")
         held_result = await asyncio.wait_for(held.result(), 120)
@@ -421,10 +440,24 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
         versioning = description.raw_description.workflow_execution_info.versioning_info
         assert versioning.behavior == VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
         assert versioning.deployment_version.build_id == "a-1"
+        # A resume is a new execution: it starts on the current version, B; the log's start
+        # still names the build the run started on.
+        resumed_id = workflow_id_for(resumed_view.plan_id)
+        newest, oldest = [
+            await vclient.get_workflow_handle(resumed_id, run_id=e.run_id).fetch_history()
+            async for e in vclient.list_workflows(f"WorkflowId = '{resumed_id}'")
+        ]
+        assert completed_by([oldest]) == {build_a} and completed_by([newest]) == {build_b_id}
+        assert started_build(await store.read_run_log(resumed_view.plan_id)) == build_a
+        assert drill_tools.pids(str(ledger), resumed_view.plan_id) == {
+            "hold": {a.pid},
+            "c1": {b.pid},
+        }
 
         in_queue = f"TaskQueue = '{task_queue}'"
         on_a = {workflow_id_for(p) for p, (build, _) in expected.items() if build == build_a}
-        on_b = {workflow_id_for(fresh_view.plan_id)}
+        on_a.add(resumed_id)
+        on_b = {workflow_id_for(fresh_view.plan_id), resumed_id}
 
         async def searchable() -> bool:
             listed_a = await listed(vclient, f"{in_queue} AND PlanBuild = '{build_a}'")
@@ -449,19 +482,19 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
             cwd=b_code,
         )
         assert status == 0, out + err
-        assert out.startswith("ok ") and "1 replayed: 1 ok, 0 not" in out
+        assert out.startswith("ok ") and "2 replayed: 2 ok, 0 not" in out
         status, out, err = await run(
             ORCH, "replay-check", "--query", f"{in_queue} AND PlanBuild = '{build_a}'", *gate_args
         )
         assert status == 0, out + err
         lines = out.splitlines()
-        a_executions = len(on_a) - 1 + held_result.segments
+        a_executions = len(on_a) - 1 + held_result.segments  # held continued as new
         assert sum(line.startswith("ok ") for line in lines) == a_executions, out
         on_b_query = ("--query", f"{in_queue} AND PlanBuild = '{build_b_id}'")
         status, out, err = await run(ORCH, "replay-check", *on_b_query, *gate_args)
         assert status == 2, out + err
         assert out.startswith("nondeterministic ") and build_b_id in out
-        assert err.startswith("error[replay_failed]: 1 of 1 histories do not replay")
+        assert err.startswith("error[replay_failed]: 2 of 2 histories do not replay")
         status, out, err = await run(
             *on_b_code, "--query", f"{in_queue} AND PlanBuild = '{build_a}'", *gate_args,
             cwd=b_code,
