@@ -197,6 +197,38 @@ async def set_current(address: str, deployment: str, build: str) -> None:
     await eventually(attempt, f"{deployment}.{build} current")
 
 
+async def ramp(address: str, deployment: str, build: str, percentage: str) -> None:
+    """``temporal worker deployment set-ramping-version``, once the version's worker polls."""
+
+    async def attempt() -> bool:
+        status, _, _ = await temporal(
+            address,
+            "worker",
+            "deployment",
+            "set-ramping-version",
+            "--deployment-name",
+            deployment,
+            "--build-id",
+            build,
+            "--percentage",
+            percentage,
+            "--yes",
+        )
+        return status == 0
+
+    await eventually(attempt, f"{deployment}.{build} ramping")
+
+
+async def routing_of(address: str, deployment: str) -> dict[str, Any]:
+    """The deployment's routing (current and ramping versions), from ``describe``."""
+    status, out, err = await temporal(
+        address, "worker", "deployment", "describe", "--name", deployment, "--output", "json"
+    )
+    assert status == 0, err
+    routing: dict[str, Any] = json.loads(out)["routingConfig"]
+    return routing
+
+
 async def drainage(address: str, deployment: str, build: str) -> str:
     """The version's drainage status, as ``temporal worker deployment describe-version`` says."""
     status, out, err = await temporal(
@@ -382,7 +414,36 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
             cwd=b_code,
             flags=("--deployment-name", deployment, "--build-id", "b-1"),
         )
+        await ramp(address, deployment, "b-1", "10")
+        routing = await routing_of(address, deployment)
+        assert routing["currentVersionBuildID"] == "a-1"
+        assert routing["rampingVersionBuildID"] == "b-1"
+        assert routing["rampingVersionPercentage"] == 10
+        removed = await temporal(
+            address,
+            "worker",
+            "deployment",
+            "set-ramping-version",
+            "--deployment-name",
+            deployment,
+            "--delete",
+            "--yes",
+        )
+        assert removed[0] == 0, removed[2]
+        assert not (await routing_of(address, deployment))["rampingVersionBuildID"]
         await set_current(address, deployment, "b-1")
+
+        async def still_on_a() -> bool:
+            status, out, _ = await temporal(
+                address,
+                "workflow",
+                "list",
+                "--query",
+                f"PlanBuild = '{build_a}' AND ExecutionStatus = 'Running'",
+            )
+            return status == 0 and workflow_id_for(held_view.plan_id) in out
+
+        await eventually(still_on_a, "A's open runs listed by PlanBuild")
 
         async def draining() -> bool:
             return await drainage(address, deployment, "a-1") == "draining"
@@ -565,6 +626,9 @@ async def test_an_operator_moves_a_stuck_pinned_run_to_another_build(
             "m-2",
         )
         assert status == 0, err
+        describe = ("workflow", "describe", "--workflow-id", workflow_id)
+        status, out, err = await temporal(address, *describe)
+        assert status == 0 and "m-2" in out, out + err
         kill(first)
         await TemporalRuns(vclient, store, task_queue=task_queue).resolve(
             view.plan_id, frame, "skip"
