@@ -39,6 +39,7 @@ from workers.devserver import DevServer, temporal_binary
 from workers.runs import TemporalRuns
 from workers.worker import connect
 from workflows.plan_run import PLAN_BUILD, PLAN_ID
+from workflows.runlog import log_from_history
 
 from . import drill_tools
 from .harness import FAST_RETRY, replay, start_run, unique_plan_id
@@ -536,6 +537,11 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
         await replay_all(vclient, held_view.plan_id, store)  # every execution of the chain
         for plan_id in (stuck_view.plan_id, back_view.plan_id):
             await replay(vclient, plan_id, store)
+        # Replay reads the version history recorded, so a log rebuilt from history agrees.
+        (history,) = await executions(vclient, back_view.plan_id)
+        converter = vclient.data_converter
+        rebuilt = await log_from_history(history, store=store, data_converter=converter)
+        assert started_build(rebuilt) == build_a
         gate_args = ("--address", address, "--store", str(store_path), "--limit", "50")
         on_b_code = (sys.executable, "-m", "orchestration.cli", "replay-check")
         status, out, err = await run(
