@@ -243,6 +243,7 @@ class RunEngine:
         at: str,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        build: str | None = None,
     ) -> RunEngine:
         """Begin a run: check the plan and the input, then record the start and the entry.
 
@@ -256,6 +257,7 @@ class RunEngine:
             at: ISO-8601 time of the start.
             max_in_flight: The host's cap on frames in flight (the plan's
                 ``maxConcurrentFrames`` applies too; the smaller wins).
+            build: The interpreter's build, recorded on ``start`` (see ``LogStart``).
 
         Raises:
             UnrunnablePlanError: the view has no single entry, a dangling edge or a cycle.
@@ -268,19 +270,29 @@ class RunEngine:
         assert isinstance(entry, EntryNode)
         check_run_input(entry.definition.input, run_input)
         engine = cls(plan, run_id, view.digest, max_in_flight=max_in_flight)
-        engine._record(LogStart(run_id=run_id, digest=view.digest, entry=entry.id, at=at))
+        engine._record(
+            LogStart(run_id=run_id, digest=view.digest, entry=entry.id, at=at, build=build)
+        )
         engine._run_entry(dict(run_input), at, count_step=True)
         engine._after(at)
         return engine
 
     @classmethod
     def refuse(
-        cls, run_id: str, digest: str, cause: InterruptionCause, at: str, *, entry: str = ""
+        cls,
+        run_id: str,
+        digest: str,
+        cause: InterruptionCause,
+        at: str,
+        *,
+        entry: str = "",
+        build: str | None = None,
     ) -> RunEngine:
         """A run that starts and ends before any node is entered (a ``deviation_abort``).
 
-        Records ``start``, ``interrupt{cause}`` and ``end``. No plan is needed: a run is
-        refused exactly when its plan cannot be trusted or had.
+        Records ``start`` (with the refusing interpreter's ``build``), ``interrupt{cause}`` and
+        ``end``. No plan is needed: a run is refused exactly when its plan cannot be trusted
+        or had.
         """
         engine = cls.__new__(cls)
         engine.run_id = run_id
@@ -294,7 +306,7 @@ class RunEngine:
         engine._draining = None
         engine._outcome = "running"
         engine._run_cause = None
-        engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at))
+        engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at, build=build))
         engine._finish(cause, at)
         return engine
 

@@ -241,7 +241,9 @@ class RunSettings(WireModel):
     max_in_flight: int = Field(default=1000, ge=1, le=1000)
     """Upper bound on concurrent activities, below the server's 2,000-pending wedge."""
     search_attributes: bool = True
-    """Upsert ``PlanId``/``PlanDigest``/``PlanOutcome`` (they must be registered on the server)."""
+    """Upsert ``PlanId``/``PlanDigest``/``PlanOutcome``, and ``PlanBuild`` on a versioned worker
+    (they must be registered on the server: an upsert of an unknown one fails every workflow task
+    of the run)."""
     continue_as_new_after_events: int | None = Field(default=None, ge=100)
     """Force continue-as-new after this many history events (default: when suggested)."""
     activity_summaries: bool = True
@@ -349,6 +351,9 @@ class RunStatus(WireModel):
     halted: tuple[str, ...] = ()
     stopping: InterruptionCause | None = None
     segment: int = 1
+    build: str | None = None
+    """The worker deployment version (``<deploymentName>.<buildId>``) this execution started on
+    (a pinned run stays there unless an operator moves it); ``None`` on an unversioned worker."""
 
 
 class ResolveDecision(WireModel):

@@ -6,7 +6,9 @@ that start runs must share it (one SQLite file on one machine, a ``postgresql://
 machines). Reason nodes use the reasoner ``ORCH_REASONER`` and its ``ORCH_REASONER_*``
 variables describe (see :mod:`activities.reasoners.config`); tools spool artifacts to
 ``--spool-dir`` (``ORCH_SPOOL_DIR``), and every worker that may resume a run must see the same
-folder.
+folder. With ``--deployment-name`` (``ORCH_DEPLOYMENT_NAME``) the worker joins Temporal Worker
+Versioning as ``<name>.<build id>`` (``--build-id``, ``ORCH_BUILD_ID``; see
+:mod:`workers.versioning`), and each run stays on the version it started on.
 """
 
 from __future__ import annotations
@@ -15,20 +17,23 @@ import argparse
 import asyncio
 import os
 import signal
+import sys
 from pathlib import Path
 
 import structlog
+from temporalio.worker import WorkerDeploymentConfig
 
 from activities.reasoners import reasoner_from_env
 from orchestration.artifacts import FileSpoolStore
 from orchestration.cli.common import load_object, open_store
-from orchestration.cli.temporal import add_temporal_flags
+from orchestration.cli.temporal import add_deployment_flags, add_temporal_flags
 from orchestration.exiting import exit_process
 from orchestration.signing import load_public_key
 from orchestration.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
 from workers.logging import configure_logging
 from workers.telemetry import client_options, configure_tracing
+from workers.versioning import DeploymentSettingsError, deployment_config
 from workers.worker import build_worker, connect
 
 
@@ -37,6 +42,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m workers", description=__doc__)
     parser.add_argument("--toolbox", required=True, help="module:attribute of the worker's Toolbox")
     add_temporal_flags(parser)
+    add_deployment_flags(parser)
     parser.add_argument("--log-level", default=os.environ.get("ORCH_LOG_LEVEL", "INFO"))
     parser.add_argument(
         "--store",
@@ -73,8 +79,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def serve(args: argparse.Namespace) -> None:
-    """Connect, build the worker, and run it until a stop signal."""
+async def serve(
+    args: argparse.Namespace, versioning: WorkerDeploymentConfig | None = None
+) -> None:
+    """Connect, build the worker, and run it until a stop signal.
+
+    With ``versioning`` the worker is that Worker Deployment Version; without, unversioned.
+    """
     log = structlog.get_logger("workers")
     toolbox = load_object(args.toolbox)
     if not isinstance(toolbox, Toolbox):
@@ -96,6 +107,7 @@ async def serve(args: argparse.Namespace) -> None:
         approval_keys=approval_keys,
         reasoner=reasoner,
         spool=FileSpoolStore(args.spool_dir),
+        deployment_config=versioning,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -112,6 +124,9 @@ async def serve(args: argparse.Namespace) -> None:
         store=args.store,
         metrics=args.metrics_bind,
         tracing=args.otel,
+        deployment_version=(
+            versioning.version.to_canonical_string() if versioning is not None else None
+        ),
     )
     log.info(
         "reasoning and artifacts",
@@ -128,10 +143,15 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point."""
+    """Entry point; a setting that cannot work is refused in one line before connecting."""
     args = parse_args(argv)
+    try:
+        versioning = deployment_config(args.deployment_name, args.build_id)
+    except DeploymentSettingsError as exc:
+        print(f"error[bad_deployment]: {exc}", file=sys.stderr)
+        return 2
     configure_logging(args.log_level)
-    asyncio.run(serve(args))
+    asyncio.run(serve(args, versioning))
     return 0
 
 

@@ -36,8 +36,10 @@ PLAN_SEARCH_ATTRIBUTES: dict[str, str] = {
     "PlanId": "Keyword",
     "PlanDigest": "Keyword",
     "PlanOutcome": "Keyword",
+    "PlanBuild": "Keyword",
 }
-"""Registered on every dev server we start, so runs can be listed and filtered by plan."""
+"""Registered on every dev server we start, so runs can be listed and filtered by plan (and by
+the worker deployment version a run runs on, ``PlanBuild``)."""
 
 FAST_POLL_FLAGS: tuple[str, ...] = (
     "--dynamic-config-value",

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import PayloadCodec
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import SandboxImportNotificationPolicy
 
@@ -118,6 +118,7 @@ def build_worker(
     artifacts: ArtifactRegistry | None = None,
     evaluators: Sequence[PredicateEvaluator] | None = None,
     fast_tools: Sequence[str] | None = None,
+    deployment_config: WorkerDeploymentConfig | None = None,
     **options: Any,
 ) -> Worker:
     """A worker that runs ``PlanRun`` and the node activities for ``toolbox``.
@@ -141,6 +142,9 @@ def build_worker(
     ``fast_tools`` are the tools whose replay-safe calls run as local activities (default: the
     toolbox's tools declared ``short``). A run reads the set once per execution from the
     worker it starts on (a local activity, so replay does not depend on configuration).
+
+    ``deployment_config`` (from :func:`workers.versioning.deployment_config`) makes the worker a
+    Worker Deployment Version whose runs are pinned to it; ``None`` runs unversioned.
 
     Reason, transform and cell activities:
 
@@ -191,5 +195,6 @@ def build_worker(
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         max_concurrent_activities=max_concurrent_activities,
         interceptors=interceptors,
+        deployment_config=deployment_config,
         **options,
     )

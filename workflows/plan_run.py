@@ -34,6 +34,14 @@ the interruption; a cancelled run (``turn_abort``) ends Canceled.
 Determinism: every activity gets ``activity_id = <frame key>#<attempt>``; frames are dispatched
 in the engine's FIFO order; time is ``workflow.now()``; plans and logs read outside history are
 content-addressed (see :mod:`workflows.externs`).
+
+**One interpreter per run.** An approval binds the plan's content; pinning binds the code that
+walks it. On a versioned worker (Temporal Worker Versioning) ``PlanRun`` is
+:data:`VERSIONING_BEHAVIOR` (``PINNED``): every workflow task of a run, and of the executions it
+continues as new into, goes to the worker deployment version it started on, so one build walks
+an approved plan from start to end and a new build never replays an old build's history. The
+run records that version on its ``start`` entry, in the ``status`` query and in the
+``PlanBuild`` search attribute (:func:`current_build`).
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey
+from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey, VersioningBehavior
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -103,7 +111,16 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.externs import LOAD_LOG, LOAD_PLAN
 
-__all__ = ["APPROVAL_SIGNATURES", "PLAN_DIGEST", "PLAN_ID", "PLAN_OUTCOME", "PlanRun"]
+__all__ = [
+    "APPROVAL_SIGNATURES",
+    "PLAN_BUILD",
+    "PLAN_DIGEST",
+    "PLAN_ID",
+    "PLAN_OUTCOME",
+    "VERSIONING_BEHAVIOR",
+    "PlanRun",
+    "current_build",
+]
 
 APPROVAL_SIGNATURES = "orchestration.approval_signatures"
 """Extern function a worker with approval keys registers; its presence turns verification on."""
@@ -111,6 +128,19 @@ APPROVAL_SIGNATURES = "orchestration.approval_signatures"
 PLAN_ID = SearchAttributeKey.for_keyword("PlanId")
 PLAN_DIGEST = SearchAttributeKey.for_keyword("PlanDigest")
 PLAN_OUTCOME = SearchAttributeKey.for_keyword("PlanOutcome")
+PLAN_BUILD = SearchAttributeKey.for_keyword("PlanBuild")
+"""The worker deployment version a run's execution runs on (upserted on versioned workers only)."""
+
+VERSIONING_BEHAVIOR = VersioningBehavior.PINNED
+"""``PlanRun``'s versioning behavior, applied by a versioned worker as its default behavior.
+
+It is not declared on ``@workflow.defn``: a behavior declared there is sent with every workflow
+task completion, and the server refuses a completion that carries one from a worker without
+Worker Versioning ("versioning behavior cannot be specified without deployment options being
+set with versioned mode"), so every run on an unversioned worker would stay stuck. The worker
+sets it instead (``WorkerDeploymentConfig.default_versioning_behavior``, see
+:mod:`workers.versioning`) exactly when it runs with a deployment version.
+"""
 
 _INLINE_CELLS = {cell.id: cell for cell in (StructuredCell(), CelCell())}
 """Deterministic predicate cells, evaluated inside the workflow; any other cell id is decided by
@@ -124,6 +154,19 @@ _MIRROR_EVERY = 4000
 _MIRROR_CHUNK = 2000
 _ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
 _NO_INPUT = RawValue(payload=None)  # type: ignore[arg-type]
+
+
+def current_build() -> str | None:
+    """The worker deployment version running this workflow task, as ``<name>.<buildId>``.
+
+    ``None`` on a worker without a deployment name (an unversioned worker still reports the
+    SDK's own build id, which names no deployment and so is not recorded). On replay this is the
+    version history recorded for the task, so it is deterministic.
+    """
+    version = workflow.info().get_current_deployment_version()
+    if version is None or not version.deployment_name:
+        return None
+    return version.to_canonical_string()
 
 
 def _iso(moment: Any) -> str:
@@ -331,12 +374,14 @@ class PlanRun:
         self._counts = {"ok": 0, "failed": 0, "skipped": 0}
         self._fast: frozenset[str] = frozenset()
         self._kinds: dict[int, str] = {}
+        self._build: str | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, input: RawValue = _NO_INPUT) -> PlanRunResult:
         """Check, claim, then walk the frozen plan to its end; return the outcome and counts."""
+        self._build = current_build()
         request = self._decode(input)
         self._plan_id = request.plan_id or ""
         loaded = self._load_view(request)
@@ -428,8 +473,11 @@ class PlanRun:
             else:
                 self._claimed = True
                 if request.settings.search_attributes:
+                    # PlanBuild only on a versioned worker: an unversioned run's upsert stays
+                    # the command it always was, so older histories replay unchanged.
                     workflow.upsert_search_attributes(
                         [PLAN_ID.value_set(view.plan_id), PLAN_DIGEST.value_set(view.digest)]
+                        + ([] if self._build is None else [PLAN_BUILD.value_set(self._build)])
                     )
                 try:
                     return self._engine_for(request, view, claim, now)
@@ -443,6 +491,7 @@ class PlanRun:
             DeviationAbort(detail=problem or "the run was refused"),
             now,
             entry=_entry_of(known),
+            build=self._build,
         )
 
     def _problem(self, request: PlanRunInput, loaded: RawPlanView | str, run_id: str) -> str | None:
@@ -506,7 +555,9 @@ class PlanRun:
         window = request.settings.max_in_flight
         run_id = workflow.info().workflow_id
         if not request.resume:
-            return RunEngine.start(view, run_id, request.run_input, now, max_in_flight=window)
+            return RunEngine.start(
+                view, run_id, request.run_input, now, max_in_flight=window, build=self._build
+            )
         load = workflow.extern_functions().get(LOAD_LOG)
         if load is None:
             raise UnrunnablePlanError(
@@ -667,7 +718,7 @@ class PlanRun:
         """A small headline: outcome, counts, frames in flight and halted."""
         engine = self._engine
         if engine is None:
-            return RunStatus(outcome="running", events=0, steps=0)
+            return RunStatus(outcome="running", events=0, steps=0, build=self._build)
         return RunStatus(
             outcome=engine.outcome,
             events=self._offset + len(self._log),
@@ -676,6 +727,7 @@ class PlanRun:
             halted=engine.halted,
             stopping=engine.stopping,
             segment=self._segment,
+            build=self._build,
         )
 
 

@@ -53,7 +53,17 @@ def _version() -> str:
 
 def build_parser() -> OrchParser:
     """The full ``orch`` parser."""
-    from orchestration.cli import demo, dev, mcp, plan, run, schema, template, tools
+    from orchestration.cli import (
+        demo,
+        dev,
+        mcp,
+        plan,
+        replay_check,
+        run,
+        schema,
+        template,
+        tools,
+    )
 
     parser = OrchParser(
         prog="orch",
@@ -70,6 +80,7 @@ def build_parser() -> OrchParser:
     dev.register(commands)
     mcp.register(commands)
     schema.register(commands)
+    replay_check.register(commands)
     demo.register(commands)
     return parser
 

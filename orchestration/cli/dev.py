@@ -5,7 +5,9 @@ Web UI, and has the plan search attributes registered; the worker runs ``PlanRun
 toolbox named by ``--toolbox``, spools artifacts under ``--data``, and answers reason nodes with
 the reasoner the environment configures (``ORCH_REASONER``; none by default). With
 ``ORCH_CODEC_KEYS`` set, the worker encrypts every payload with those keys, exactly as
-``python -m workers`` does.
+``python -m workers`` does. With ``--deployment-name`` the worker is a Worker Deployment Version
+(as ``python -m workers --deployment-name`` is) and, being the only worker, makes itself the
+deployment's current version, so new runs start on it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestration.cli.common import CliError, add_store_flag, load_object, open_store, run_async
+from orchestration.cli.temporal import add_deployment_flags
 from orchestration.toolbox import Toolbox
 
 __all__ = ["register"]
@@ -65,6 +68,7 @@ def register(commands: Any) -> None:
         "same one (default %(default)s)",
     )
     add_store_flag(dev)
+    add_deployment_flags(dev)
     dev.set_defaults(handler=_dev)
 
 
@@ -76,7 +80,13 @@ def _dev(args: argparse.Namespace) -> int:
 
     configure_logging(os.environ.get("ORCH_LOG_LEVEL", "INFO"))  # JSON lines on stderr
     from workers.codec import codec_from_env
+    from workers.versioning import DeploymentSettingsError, deployment_config, make_current
     from workers.worker import build_worker, connect
+
+    try:
+        versioning = deployment_config(args.deployment_name, args.build_id)
+    except DeploymentSettingsError as exc:
+        raise CliError("bad_deployment", str(exc)) from exc
 
     async def go() -> int:
         data = Path(args.data).resolve()
@@ -104,8 +114,11 @@ def _dev(args: argparse.Namespace) -> int:
                 store=store,
                 reasoner=reasoner_from_env(os.environ),
                 spool=FileSpoolStore(data / "spool"),
+                deployment_config=versioning,
             )
             async with worker:
+                if versioning is not None:
+                    await make_current(client, versioning.version)
                 print(f"Temporal at {server.address}; Web UI at {server.ui_url}")
                 if client.data_converter.payload_codec is not None:
                     print("payloads are encrypted with the keys in ORCH_CODEC_KEYS")
@@ -113,6 +126,11 @@ def _dev(args: argparse.Namespace) -> int:
                     f"worker polling task queue {args.task_queue!r} with tools: "
                     f"{', '.join(toolbox.names())}"
                 )
+                if versioning is not None:
+                    print(
+                        f"worker deployment version {versioning.version.to_canonical_string()} "
+                        "is current; runs are pinned to the version they start on"
+                    )
                 print("Ctrl-C to stop.")
                 stop = asyncio.Event()
                 loop = asyncio.get_running_loop()

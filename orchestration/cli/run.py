@@ -307,23 +307,41 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from orchestration.run.expand import expand_log
+    from orchestration.run.log import started_build
+    from orchestration.runs import fold_run
+
     async def go(runs: Any) -> Any:
-        projection, events, nodes = await _read(runs, args.plan_id)
+        log = await runs.read_log(args.plan_id)
+        events = expand_log(log)
+        projection = fold_run(events)
+        view = (await runs.store.fold(args.plan_id)).view
+        nodes = [node.id for node in view.nodes]
         if not args.render:
-            return projection, events, nodes, None
+            return projection, events, nodes, None, started_build(log)
         from orchestration.render import render_plan
 
-        view = (await runs.store.fold(args.plan_id)).view
         text = render_plan(view, args.audience, view="as_executed", run=projection)
-        return projection, events, nodes, text
+        return projection, events, nodes, text, started_build(log)
 
-    projection, events, nodes, text = _with_runs(args, go, reads=True)
+    projection, events, nodes, text, build = _with_runs(args, go, reads=True)
     if text is None:
-        emit(args, projection, lambda: describe_run(projection, events, nodes))
+        emit(args, projection, lambda: _with_build(describe_run(projection, events, nodes), build))
     else:
         payload = {"planId": args.plan_id, "projection": projection, "text": text}
         emit(args, payload, lambda: text.rstrip("\n"))
     return 0
+
+
+def _with_build(summary: str, build: str | None) -> str:
+    """The summary with, after its first line, the build the run started on (when recorded).
+
+    The build is not part of the contract's projection, so ``--json`` (the projection) omits it.
+    """
+    if build is None:
+        return summary
+    head, _, rest = summary.partition("\n")
+    return f"{head}\nbuild: {build}\n{rest}" if rest else f"{head}\nbuild: {build}"
 
 
 def _log(args: argparse.Namespace) -> int:

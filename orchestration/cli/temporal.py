@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.converter import PayloadCodec
 
-__all__ = ["add_temporal_flags", "cli_codec", "connect_client"]
+__all__ = ["add_deployment_flags", "add_temporal_flags", "cli_codec", "connect_client"]
 
 
 def add_temporal_flags(parser: argparse.ArgumentParser, *, task_queue: bool = True) -> None:
@@ -44,6 +44,28 @@ def add_temporal_flags(parser: argparse.ArgumentParser, *, task_queue: bool = Tr
             default=os.environ.get("ORCH_TASK_QUEUE", "plans"),
             help="task queue the workers poll (env ORCH_TASK_QUEUE; default %(default)s)",
         )
+
+
+def add_deployment_flags(parser: argparse.ArgumentParser) -> None:
+    """``--deployment-name`` and ``--build-id``: a worker's Worker Deployment Version.
+
+    Both default to their environment variables; an empty value is unset. Without a deployment
+    name the worker is unversioned (see :mod:`workers.versioning`).
+    """
+    parser.add_argument(
+        "--deployment-name",
+        default=os.environ.get("ORCH_DEPLOYMENT_NAME") or None,
+        metavar="NAME",
+        help="join Temporal Worker Versioning as a version of this Worker Deployment; runs are "
+        "pinned to the version they start on (env ORCH_DEPLOYMENT_NAME; default: unversioned)",
+    )
+    parser.add_argument(
+        "--build-id",
+        default=os.environ.get("ORCH_BUILD_ID") or None,
+        metavar="ID",
+        help="this worker's build id within the deployment (env ORCH_BUILD_ID; default: "
+        "<package version>-<hash of the workflow code>); needs --deployment-name",
+    )
 
 
 def cli_codec() -> PayloadCodec:

@@ -27,6 +27,7 @@ names the merged frame the next ``settle`` settles).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
@@ -56,17 +57,27 @@ __all__ = [
     "LogSettle",
     "LogSnapshot",
     "LogStart",
+    "started_build",
 ]
 
 
 class LogStart(WireModel):
-    """``run_started``; frame 0 is the entry node's frame, on the empty route."""
+    """``run_started``; frame 0 is the entry node's frame, on the empty route.
+
+    ``build`` names the interpreter the run started on: the Temporal worker deployment version
+    (``<deploymentName>.<buildId>``) whose worker ran the run's first workflow task, or ``None``
+    on an unversioned worker and in the in-process host. The contract's ``run_started`` has no
+    such field, so :func:`~orchestration.run.expand.expand_log` does not carry it; it is read
+    from the compact log (:func:`started_build`), the ``status`` query and the ``PlanBuild``
+    search attribute. Optional and last, so logs written before it existed read unchanged.
+    """
 
     kind: Literal["start"] = "start"
     run_id: str
     digest: str
     entry: str
     at: str
+    build: str | None = None
 
 
 class LogEnter(WireModel):
@@ -187,3 +198,9 @@ LogEntry = Annotated[
 
 LOG_ADAPTER: TypeAdapter[list[LogEntry]] = TypeAdapter(list[LogEntry])
 """Validates and serialises a list of entries (stores and pages use it)."""
+
+
+def started_build(entries: Sequence[LogEntry]) -> str | None:
+    """The build a run started on (its ``start`` entry's ``build``), if the log records one."""
+    first = entries[0] if entries else None
+    return first.build if isinstance(first, LogStart) else None

@@ -80,6 +80,7 @@ def cases(tmp: Path) -> dict[tuple[str, ...], tuple[list[str], str, int]]:
         ("dev",): (["dev", "--toolbox", "nosuch.m:X", "--data", str(tmp / "dev")],
                    "bad_import_spec", 2),
         ("mcp",): (["mcp", "--tools", "nosuch.m:X", *store], "bad_import_spec", 2),
+        ("replay-check",): (["replay-check", *UNREACHABLE, *store], "temporal_unreachable", 3),
         ("schema",): (["schema", "--check", "--write", str(tmp / "none.json")],
                       "schema_drift", 2),
         ("demo",): (["demo", "--data", str(tmp / "plans.sqlite3")], "path_unusable", 2),

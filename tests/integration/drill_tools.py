@@ -51,3 +51,27 @@ async def ledger_write(ledger: str, seconds: float, context: ToolContext) -> dic
 def huge() -> str:
     """A result far over Temporal's 2 MiB payload limit."""
     return "x" * 2_500_000
+
+
+@TOOLBOX.tool("ledger.hold")
+async def ledger_hold(ledger: str, gate: str, context: ToolContext) -> dict[str, Any]:
+    """Record 'started', wait until the file ``gate`` exists (the test opens it), record 'done'.
+
+    A call that stays in flight exactly as long as a drill needs, whatever the machine's speed.
+    """
+    record(ledger, context.idempotency_key, "started")
+    while not os.path.exists(gate):
+        await asyncio.sleep(0.05)
+    record(ledger, context.idempotency_key, "done")
+    return {"value": context.node_id}
+
+
+def pids(path: str, plan_id: str) -> dict[str, set[int]]:
+    """For each node of ``plan_id`` in the ledger, the processes that worked on it."""
+    found: dict[str, set[int]] = {}
+    with _ledger(path) as conn:
+        for key, _, pid in conn.execute("select * from ledger order by rowid"):
+            if key.startswith(f"{plan_id}/"):
+                node = key[len(plan_id) + 1 :].split(":", 1)[0]
+                found.setdefault(node, set()).add(pid)
+    return found

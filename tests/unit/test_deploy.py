@@ -193,3 +193,20 @@ def test_parse_args_rejects_an_unknown_flag() -> None:
     # The two tests above rely on parse_args refusing what the worker would not run.
     with pytest.raises(SystemExit):
         parse_args(["--toolbox", "workers.example_tools:TOOLBOX", "--no-such-flag"])
+
+
+def test_the_compose_worker_is_a_pinned_version_and_its_search_attribute_is_registered() -> None:
+    """The worker joins a Worker Deployment (env), and the setup registers every attribute
+    PlanRun upserts, PlanBuild included: an upsert of an unregistered one wedges the run."""
+    from workers.devserver import PLAN_SEARCH_ATTRIBUTES
+    from workers.versioning import deployment_config
+
+    services = _compose()["services"]
+    environment = services["worker"]["environment"]
+    name = _interpolate(environment["ORCH_DEPLOYMENT_NAME"])
+    build = _interpolate(environment["ORCH_BUILD_ID"])
+    config = deployment_config(name, build)
+    assert config is not None and config.version.deployment_name == "orchestration"
+    setup = " ".join(services["temporal-setup"]["command"])
+    for attribute in PLAN_SEARCH_ATTRIBUTES:
+        assert attribute in setup, f"temporal-setup does not register {attribute}"
