@@ -16,6 +16,7 @@ from orchestration.engine import Failed
 from orchestration.errors import RunNotFoundError
 from orchestration.render import describe_interruption, render_plan
 from orchestration.routes import BranchId, EdgeSegment, frame_key
+from orchestration.runs import fold_run
 from orchestration.store.memory import MemoryPlanStore
 from orchestration.testing import FakeToolbox, PlanSketch, run_in_process
 from orchestration.types import (
@@ -177,6 +178,9 @@ class _Host:
     async def read_events(self, plan_id: str) -> list[RunEvent]:
         self.asked.append(plan_id)
         return self.events
+
+    async def projection(self, plan_id: str) -> Any:
+        return fold_run(await self.read_events(plan_id))
 
 
 @pytest.mark.asyncio
