@@ -30,7 +30,7 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check orchestration workflows activities workers tests bench
-	$(BIN)/mypy orchestration
+	$(BIN)/mypy orchestration workflows activities workers
 	$(BIN)/orch schema --check
 
 schema: setup

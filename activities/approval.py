@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from temporalio import activity
 
-from orchestration.signing import public_keys_by_id, signature_problem
+from orchestration.review.signing import public_keys_by_id, signature_problem
 from orchestration.types import ApprovalRecord
 
 __all__ = ["VERIFY_APPROVAL", "ApprovalVerifier"]

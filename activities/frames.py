@@ -21,7 +21,7 @@ from typing import TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from orchestration.execution import (
+from orchestration.run.messages import (
     CallRequest,
     CallResponse,
     EvaluateRequest,
@@ -31,8 +31,8 @@ from orchestration.execution import (
     TransformRequest,
     TransformResponse,
 )
-from orchestration.reasoning import AttemptRecord
 from orchestration.run.work import FrameWork, WorkFailed
+from orchestration.tools.reasoning import AttemptRecord
 
 __all__ = ["FrameActivities", "application_error", "heartbeating"]
 

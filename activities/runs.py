@@ -19,7 +19,7 @@ from collections.abc import Collection
 
 from temporalio import activity
 
-from orchestration.execution import ClaimRequest, ClaimResponse, MirrorRequest
+from orchestration.run.messages import ClaimRequest, ClaimResponse, MirrorRequest
 from orchestration.store.base import ClaimOk, PlanStore
 
 __all__ = ["RunStoreActivities"]

@@ -24,9 +24,9 @@ from pydantic import TypeAdapter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestration.authoring import PlanAuthor, claim, ref  # noqa: E402
-from orchestration.encoding import NodeRef  # noqa: E402
-from orchestration.ops import fold_ops, plan_digest  # noqa: E402
+from orchestration.plan.authoring import PlanAuthor, claim, ref  # noqa: E402
+from orchestration.plan.encoding import NodeRef  # noqa: E402
+from orchestration.plan.ops import fold_ops, plan_digest  # noqa: E402
 from orchestration.types import PlanOp, RawPlanView, StringField  # noqa: E402
 
 OPS: TypeAdapter[list[PlanOp]] = TypeAdapter(list[PlanOp])

@@ -32,14 +32,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestration import engine_events as build  # noqa: E402
-from orchestration.encoding import NodeRef  # noqa: E402
-from orchestration.engine import Decided, RunEngine, Succeeded  # noqa: E402
-from orchestration.engine_plan import CompiledPlan  # noqa: E402
+from orchestration.plan.encoding import NodeRef  # noqa: E402
 from orchestration.predicates.structured import StructuredCell  # noqa: E402
+from orchestration.run.engine import builders as build  # noqa: E402
+from orchestration.run.engine.compiled import CompiledPlan  # noqa: E402
+from orchestration.run.engine.machine import Decided, RunEngine, Succeeded  # noqa: E402
 from orchestration.run.expand import expand_log  # noqa: E402
+from orchestration.run.fold import fold_run  # noqa: E402
 from orchestration.run.log import LogEdge, LogEnter, LogEntry, LogSettle  # noqa: E402
-from orchestration.runs import fold_run  # noqa: E402
 from orchestration.testing import PlanSketch  # noqa: E402
 from orchestration.types import (  # noqa: E402
     BooleanField,

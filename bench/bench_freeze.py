@@ -23,11 +23,11 @@ import sys
 import time
 from collections.abc import Callable
 
-from orchestration.allowlist import ToolAllowlist
-from orchestration.authoring import PlanAuthor, claim, ref
-from orchestration.ops import fold_ops
+from orchestration.plan.authoring import PlanAuthor, claim, ref
+from orchestration.plan.ops import fold_ops
+from orchestration.review.validation import FreezeInputs, has_blocking, validate
+from orchestration.tools.allowlist import ToolAllowlist
 from orchestration.types import PlanBounds, PlanOp, RawPlanView, StringField
-from orchestration.validation import FreezeInputs, has_blocking, validate
 
 TOOLS = ToolAllowlist.of(text=["work.step"])
 INPUTS = FreezeInputs(invocable=TOOLS)

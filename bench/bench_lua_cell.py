@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestration.contracts import PredicateContext  # noqa: E402
 from orchestration.predicates import LuaCell  # noqa: E402
 from orchestration.predicates.errors import CellEvaluationError  # noqa: E402
 from orchestration.predicates.lua_sandbox import evaluate  # noqa: E402
-from orchestration.routes import BranchId, EdgeSegment  # noqa: E402
+from orchestration.run.routes import BranchId, EdgeSegment  # noqa: E402
+from orchestration.tools.contracts import PredicateContext  # noqa: E402
 from orchestration.types import (  # noqa: E402
     BranchDefinition,
     BranchNode,

@@ -43,13 +43,13 @@ from handwritten import (  # noqa: E402
     HandWide,
 )
 
-from orchestration.execution import PlanRunResult, RunSettings  # noqa: E402
 from orchestration.exiting import exit_process  # noqa: E402
 from orchestration.run.host import InProcessRuns  # noqa: E402
+from orchestration.run.messages import PlanRunResult, RunSettings  # noqa: E402
 from orchestration.run.work import FrameWork  # noqa: E402
 from orchestration.store.sqlite import SqlitePlanStore  # noqa: E402
 from orchestration.testing import PlanSketch, approve_into  # noqa: E402
-from orchestration.toolbox import Toolbox  # noqa: E402
+from orchestration.tools.toolbox import Toolbox  # noqa: E402
 from orchestration.types import RawPlanView, StringField  # noqa: E402
 from workers.devserver import DevServer  # noqa: E402
 from workers.logging import configure_logging  # noqa: E402

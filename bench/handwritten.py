@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from orchestration.execution import CallRequest, CallResponse
+    from orchestration.run.messages import CallRequest, CallResponse
     from orchestration.types import StringField
 
 _OUT = (StringField(path="value"),)

@@ -29,12 +29,14 @@ plans can be added beside these without touching them.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from orchestration.allowlist import ToolAllowlist
-from orchestration.approval import (
+from orchestration.plan.authoring import PlanAuthor, new_plan_id
+from orchestration.plan.ops import FoldResult
+from orchestration.plan.raw import Revision, raw_diff, raw_ops
+from orchestration.predicates.structured import StructuredCell
+from orchestration.review.approval import (
     ApprovalOk,
     ApprovalRefused,
     ApprovalResult,
@@ -43,13 +45,17 @@ from orchestration.approval import (
     canonical_record,
     check_approval,
 )
-from orchestration.authoring import PlanAuthor
-from orchestration.contracts import InvocableTools, PredicateEvaluator
-from orchestration.ops import FoldResult
-from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
-from orchestration.predicates.structured import StructuredCell
-from orchestration.raw import Revision, raw_diff, raw_ops
-from orchestration.render import Audience, RenderView, render_diff, render_plan
+from orchestration.review.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
+from orchestration.review.render import Audience, RenderView, render_diff, render_plan
+from orchestration.review.validation import (
+    FreezeInputs,
+    FreezeOverrides,
+    blocking,
+    has_blocking,
+    merge_evaluators,
+    resolve_inputs,
+    validate,
+)
 from orchestration.run.host import InProcessRuns, RunHost
 from orchestration.run.log import LogEntry
 from orchestration.run.work import FrameWork
@@ -63,7 +69,9 @@ from orchestration.templates import (
     instantiate_template,
     validate_template,
 )
-from orchestration.toolbox import Toolbox
+from orchestration.tools.allowlist import ToolAllowlist
+from orchestration.tools.contracts import InvocableTools, PredicateEvaluator
+from orchestration.tools.toolbox import Toolbox
 from orchestration.types import (
     ApprovalRecord,
     PlanDiff,
@@ -73,15 +81,6 @@ from orchestration.types import (
     RunEvent,
     RunProjection,
     WireModel,
-)
-from orchestration.validation import (
-    FreezeInputs,
-    FreezeOverrides,
-    blocking,
-    has_blocking,
-    merge_evaluators,
-    resolve_inputs,
-    validate,
 )
 
 if TYPE_CHECKING:
@@ -142,11 +141,6 @@ class RawViews:
         return await raw_diff(self._store, plan_id, a, b)
 
 
-def new_plan_id() -> str:
-    """A fresh plan id, ``plan-<16 hex digits>``."""
-    return f"plan-{secrets.token_hex(8)}"
-
-
 async def create_orchestration(
     *,
     store: PlanStore,
@@ -166,7 +160,7 @@ async def create_orchestration(
         templates: The plan shapes a model may instantiate; each is checked here (see
             :func:`~orchestration.templates.validate_template`).
         runs: Where runs happen: the in-process host by default (over ``invocable`` when it is
-            a :class:`~orchestration.toolbox.Toolbox`, and these cells), or a client of
+            a :class:`~orchestration.tools.toolbox.Toolbox`, and these cells), or a client of
             Temporal workers (``workers.runs.TemporalRuns``).
         strict_authority: Refuse to freeze a call that claims no authority. Off by default:
             the contract allows ``authority: []``, so freeze reports ``missing_authority`` as
@@ -481,7 +475,7 @@ class Orchestration:
         view: RenderView = "as_planned",
         run: RunProjection | None = None,
     ) -> str:
-        """The plan as prose (see :func:`~orchestration.render.render_plan`).
+        """The plan as prose (see :func:`~orchestration.review.render.render_plan`).
 
         ``as_planned`` (the default) lists the freeze issues too (unless ``with_issues`` is
         false). ``as_executed`` shows what the plan's run did: from ``run`` when given, else

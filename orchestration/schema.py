@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from orchestration.execution import PlanRunInput, PlanRunResult, RunSettings
+from orchestration.run.messages import PlanRunInput, PlanRunResult, RunSettings
 from orchestration.types import (
     ApprovalRecord,
     PlanDiff,

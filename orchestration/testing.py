@@ -1,9 +1,9 @@
 """Test doubles for plans and runs: build small plans tersely, script tools, run in process.
 
-:func:`run_in_process` drives :class:`~orchestration.engine.RunEngine` with real concurrency
-(one asyncio task per frame in flight) against a :class:`FakeToolbox`. It is a **test double,
-not a second runtime**: nothing is durable, nothing survives the process, and no claim is made
-about a crash. Production runs go through the Temporal workflow, which drives the same engine;
+:func:`run_in_process` drives :class:`~orchestration.run.engine.machine.RunEngine` with real
+concurrency (one asyncio task per frame in flight) against a :class:`FakeToolbox`. It is a **test
+double, not a second runtime**: nothing is durable, nothing survives the process, and no claim is
+made about a crash. Production runs go through the Temporal workflow, which drives the same engine;
 this driver exists so branching, joins, budgets and failure handling can be tested (by us and by
 users of the library) without a server.
 
@@ -20,11 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestration.approval import approval_record
-from orchestration.authoring import PlanAuthor
-from orchestration.contracts import PredicateEvaluator
-from orchestration.encoding import NodeRef
-from orchestration.engine import (
+from orchestration.plan.authoring import PlanAuthor
+from orchestration.plan.encoding import NodeRef
+from orchestration.plan.ops import plan_digest
+from orchestration.predicates.structured import StructuredCell
+from orchestration.review.approval import approval_record
+from orchestration.run.driver import Inbox, RunDriver, decided
+from orchestration.run.engine.machine import (
     DEFAULT_MAX_IN_FLIGHT,
     Decided,
     Dispatch,
@@ -34,23 +36,21 @@ from orchestration.engine import (
     Skipped,
     Succeeded,
 )
-from orchestration.execution import RetrySettings, RunSettings
-from orchestration.ops import plan_digest
-from orchestration.predicates.structured import StructuredCell
-from orchestration.run.driver import Inbox, RunDriver, decided
 from orchestration.run.expand import expand_log
+from orchestration.run.fold import fold_run
 from orchestration.run.local import LocalPort, failed_from
 from orchestration.run.log import LogEntry
+from orchestration.run.messages import RetrySettings, RunSettings
 from orchestration.run.policy import Attempt, Lost
 from orchestration.run.work import FrameWork, WorkFailed, decide_with
-from orchestration.runs import fold_run
-from orchestration.scripted_reasoner import (
+from orchestration.store.base import PlanStore, TransitionRequest
+from orchestration.tools.contracts import PredicateEvaluator
+from orchestration.tools.scripted import (
     NoToolCall,
     Refusal,
     ScriptedReasoner,
     example_for_schema,
 )
-from orchestration.store.base import PlanStore, TransitionRequest
 from orchestration.types import (
     ApprovalRecord,
     ArtifactHandle,
@@ -352,7 +352,7 @@ class FakeToolbox:
     * a ``Succeeded``, ``Failed`` or ``Skipped`` result, or :class:`Indeterminate`;
     * a mapping (one item of those fields), a list of mappings (one item each), a string (one
       item: the first declared output path, or ``value``), or an ``ArtifactHandle``;
-    * a callable taking the :class:`~orchestration.engine_types.Dispatch` (sync or async)
+    * a callable taking the :class:`~orchestration.run.engine.results.Dispatch` (sync or async)
       returning any of the above; an exception it raises becomes ``Failed``;
     * :class:`Attempts` of any of the above.
 

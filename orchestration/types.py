@@ -7,7 +7,7 @@ digest hashes) uses the contract's camelCase names, so the schema reads like the
 
 Staged values (call arguments, predicates, output fields) are ``Annotated[Any, ValueSchema]``
 fields: checked against the encodable subset when a model is built, kept as the caller's objects
-in Python, and written in the tagged JSON form of :mod:`orchestration.encoding` on the wire.
+in Python, and written in the tagged JSON form of :mod:`orchestration.plan.encoding` on the wire.
 Build models from JSON with ``model_validate_json`` (or a ``TypeAdapter``'s ``validate_json``):
 only JSON mode reads tags, so a Python dict that looks like ``{"$ref": ...}`` stays a dict.
 
@@ -26,9 +26,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from orchestration.encoding import NodeRef, ValueSchema
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment, RouteSegment
-from orchestration.tables import TableSchema
+from orchestration.plan.encoding import NodeRef, ValueSchema
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment, RouteSegment
+from orchestration.run.tables import TableSchema
 
 __all__ = [
     "DEFAULT_PLAN_BOUNDS",
@@ -155,13 +155,13 @@ class WireModel(BaseModel):
 
 
 EncodableValue = Annotated[Any, ValueSchema("none")]
-"""A value in the closed encodable subset (see :mod:`orchestration.encoding`)."""
+"""A value in the closed encodable subset (see :mod:`orchestration.plan.encoding`)."""
 
 ArgValue = Annotated[Any, ValueSchema("node")]
 """A staged value: an encodable value that may also hold :class:`NodeRef`s."""
 
 TemplateArgValue = Annotated[Any, ValueSchema("template")]
-"""A template's staged value: may also hold :class:`~orchestration.encoding.ParamRef` holes."""
+"""A template's staged value: may also hold :class:`~orchestration.plan.encoding.ParamRef` holes."""
 
 ArgMap = Annotated[dict[str, Any], ValueSchema("node", mapping=True)]
 """Named staged values (a call's ``args``), checked in one pass."""
@@ -715,7 +715,7 @@ class PlanDiff(WireModel):
 class ApprovalSignature(WireModel):
     """An Ed25519 signature over an approval record's canonical digest.
 
-    ``key_id`` is the signer's public-key fingerprint (:func:`orchestration.signing.key_id`),
+    ``key_id`` is the signer's public-key fingerprint (:func:`orchestration.review.signing.key_id`),
     so a worker holding several operators' public keys picks the right one without trusting
     anything else the record says.
     """
@@ -741,7 +741,7 @@ class ApprovalRecord(WireModel):
     disposition: Literal["approved"] = "approved"
     signature: ApprovalSignature | None = Field(default=None, exclude_if=lambda v: v is None)
     """The operator's Ed25519 signature over the rest of the record (see
-    :mod:`orchestration.signing`). Optional and left out of the wire form when absent, so an
+    :mod:`orchestration.review.signing`). Optional and left out of the wire form when absent, so an
     unsigned record serialises, digests and validates exactly as before the field existed."""
 
 

@@ -28,8 +28,8 @@ from orchestration.artifacts import FileSpoolStore
 from orchestration.cli.common import load_object, open_store
 from orchestration.cli.temporal import add_deployment_flags, add_temporal_flags
 from orchestration.exiting import exit_process
-from orchestration.signing import load_public_key
-from orchestration.toolbox import Toolbox
+from orchestration.review.signing import load_public_key
+from orchestration.tools.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
 from workers.logging import configure_logging
 from workers.telemetry import client_options, configure_tracing

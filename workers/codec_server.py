@@ -64,7 +64,8 @@ class CodecServer:
     @property
     def url(self) -> str:
         """The endpoint to configure in the UI."""
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
+        host = self._httpd.server_address[0]
+        return f"http://{host if isinstance(host, str) else host.decode()}:{self.port}"
 
     def start(self) -> CodecServer:
         """Serve on a daemon thread."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestration.authoring import claim, ref
-from orchestration.encoding import ParamRef
+from orchestration.plan.authoring import claim, ref
+from orchestration.plan.encoding import ParamRef
 from orchestration.templates import PlanTemplate, TemplateNode
 from orchestration.types import CallDefinition, NumberField, PlanEdge, StringField
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestration.artifacts import SpooledJsonArtifact
-from orchestration.contracts import ArtifactReturn
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.contracts import ArtifactReturn
+from orchestration.tools.toolbox import Toolbox, ToolContext
 
 __all__ = ["TOOLBOX", "ScopeError"]
 

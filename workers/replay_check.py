@@ -27,7 +27,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from orchestration.errors import OrchestrationError
-from orchestration.execution import PlanRunInput
+from orchestration.run.messages import PlanRunInput
 from orchestration.store.base import PlanStore
 from workers.worker import sandbox_runner
 from workflows.externs import RunServices

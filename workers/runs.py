@@ -42,7 +42,11 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from orchestration.errors import RunNotFoundError, RunRefusedError
-from orchestration.execution import (
+from orchestration.review.ui_details import run_details, run_summary
+from orchestration.run.admission import admit
+from orchestration.run.expand import expand_log, project_log
+from orchestration.run.log import LogEnd, LogEntry
+from orchestration.run.messages import (
     LogPage,
     PlanRef,
     PlanRunInput,
@@ -52,12 +56,8 @@ from orchestration.execution import (
     RunStatus,
     workflow_id_for,
 )
-from orchestration.run.admission import admit
-from orchestration.run.expand import expand_log, project_log
-from orchestration.run.log import LogEnd, LogEntry
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.types import RunEvent, RunProjection
-from orchestration.ui_details import run_details, run_summary
 from workflows.plan_run import PLAN_DIGEST, PLAN_ID
 from workflows.runlog import segment_from_history
 

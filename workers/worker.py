@@ -27,12 +27,12 @@ from activities.approval import ApprovalVerifier
 from activities.frames import FrameActivities
 from activities.runs import RunStoreActivities
 from orchestration.artifacts import ArtifactRegistry, ArtifactSpool, FileSpoolStore
-from orchestration.contracts import PredicateEvaluator
 from orchestration.predicates import JexlCell, LuaCell
-from orchestration.reasoning import Reasoner
 from orchestration.run.work import FrameWork
 from orchestration.store.base import PlanStore
-from orchestration.toolbox import Toolbox
+from orchestration.tools.contracts import PredicateEvaluator
+from orchestration.tools.reasoning import Reasoner
+from orchestration.tools.toolbox import Toolbox
 from workflows.externs import RunServices
 from workflows.plan_run import PlanRun
 from workflows.signatures import SignedApprovalsOnly

@@ -64,9 +64,22 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     # The pure core is deterministic by construction and by test; passing it through spares
     # re-importing its models for every run (see workers.worker.PASSED_THROUGH).
-    from orchestration.engine import Dispatch, Failed, RunEngine, Succeeded
     from orchestration.errors import InvalidRunInputError, OrchestrationError, UnrunnablePlanError
-    from orchestration.execution import (
+    from orchestration.plan.ops import plan_digest
+    from orchestration.predicates import CelCell, StructuredCell
+    from orchestration.run.admission import approval_problem
+    from orchestration.run.driver import (
+        Inbox,
+        RunDriver,
+        call_request,
+        decided,
+        evaluate_request,
+        reason_request,
+        transform_request,
+    )
+    from orchestration.run.engine.machine import Dispatch, Failed, RunEngine, Succeeded
+    from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
+    from orchestration.run.messages import (
         CallResponse,
         ClaimRequest,
         ClaimResponse,
@@ -84,19 +97,6 @@ with workflow.unsafe.imports_passed_through():
         activity_id_for,
         workflow_id_for,
     )
-    from orchestration.ops import plan_digest
-    from orchestration.predicates import CelCell, StructuredCell
-    from orchestration.run.admission import approval_problem
-    from orchestration.run.driver import (
-        Inbox,
-        RunDriver,
-        call_request,
-        decided,
-        evaluate_request,
-        reason_request,
-        transform_request,
-    )
-    from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
     from orchestration.run.policy import Attempt, Lost
     from orchestration.run.work import WorkFailed, decide_with
     from orchestration.types import (
@@ -578,7 +578,7 @@ class PlanRun:
     def _continuation(
         self, request: PlanRunInput, view: RawPlanView, checkpoint: Any
     ) -> PlanRunInput:
-        from orchestration.execution import PlanRef
+        from orchestration.run.messages import PlanRef
 
         return PlanRunInput(
             plan_ref=PlanRef(plan_id=view.plan_id, digest=self._digest(request, view)),

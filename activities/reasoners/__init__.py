@@ -1,4 +1,4 @@
-"""Model providers behind :class:`~orchestration.reasoning.Reasoner`: HTTP adapters, config."""
+"""Model providers behind :class:`~orchestration.tools.reasoning.Reasoner`: adapters, config."""
 
 from activities.reasoners.anthropic import ANTHROPIC_VERSION, AnthropicMessagesReasoner
 from activities.reasoners.config import reasoner_from_env

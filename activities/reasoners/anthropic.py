@@ -17,7 +17,7 @@ import httpx
 from activities.reasoners.decode import decode_arguments
 from activities.reasoners.http import JsonPoster, ProviderSettings
 from orchestration.errors import ReasonerUnavailableError
-from orchestration.reasoning import ReasonReply, ReasonTurn, TokenUsage
+from orchestration.tools.reasoning import ReasonReply, ReasonTurn, TokenUsage
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesReasoner"]
 
@@ -26,7 +26,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 
 class AnthropicMessagesReasoner:
-    """A :class:`~orchestration.reasoning.Reasoner` over the Anthropic Messages API.
+    """A :class:`~orchestration.tools.reasoning.Reasoner` over the Anthropic Messages API.
 
     Args:
         settings: Base URL (``https://api.anthropic.com``), model, key, timeouts, retries and

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from activities.reasoners.anthropic import AnthropicMessagesReasoner
 from activities.reasoners.http import ProviderSettings
 from activities.reasoners.openai import OpenAIChatReasoner
-from orchestration.reasoning import Reasoner
-from orchestration.scripted_reasoner import ScriptedReasoner
+from orchestration.tools.reasoning import Reasoner
+from orchestration.tools.scripted import ScriptedReasoner
 
 __all__ = ["DEFAULTS", "reasoner_from_env"]
 

@@ -20,13 +20,13 @@ import httpx
 from activities.reasoners.decode import decode_arguments
 from activities.reasoners.http import JsonPoster, ProviderSettings
 from orchestration.errors import ReasonerUnavailableError
-from orchestration.reasoning import ReasonReply, ReasonTurn, TokenUsage
+from orchestration.tools.reasoning import ReasonReply, ReasonTurn, TokenUsage
 
 __all__ = ["OpenAIChatReasoner"]
 
 
 class OpenAIChatReasoner:
-    """A :class:`~orchestration.reasoning.Reasoner` over OpenAI Chat Completions.
+    """A :class:`~orchestration.tools.reasoning.Reasoner` over OpenAI Chat Completions.
 
     Args:
         settings: Base URL (``https://api.openai.com/v1`` or a compatible server's), model,

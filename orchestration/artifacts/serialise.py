@@ -21,8 +21,8 @@ import json
 import math
 from typing import Any
 
-from orchestration.encoding import to_json_value
 from orchestration.errors import ValueRefusedError
+from orchestration.plan.encoding import to_json_value
 
 __all__ = ["EMPTY_LIST", "default_serialise"]
 

@@ -40,7 +40,7 @@ __all__ = ["apply_steps", "emit_items", "run_transform"]
 def _args_problem(descriptor: ArtifactMethodDescriptor, args: Mapping[str, Any]) -> str | None:
     if descriptor.args_schema is None:
         return None
-    from orchestration.validation.schemas import args_problem
+    from orchestration.review.validation.schemas import args_problem
 
     return args_problem(descriptor.args_schema, args)
 

@@ -28,15 +28,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestration.authoring import PlanAuthor, claim, ref, text
 from orchestration.cli.common import open_store, run_async
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment, frame_key
+from orchestration.plan.authoring import PlanAuthor, claim, ref, text
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment, frame_key
 from orchestration.types import NumberField, PlanOp, StringField
 
 if TYPE_CHECKING:
     from temporalio.converter import PayloadCodec
 
-    from orchestration.reasoning import Reasoner, ReasonTurn
+    from orchestration.tools.reasoning import Reasoner, ReasonTurn
 
 __all__ = ["SUMMARY_SCHEMA", "build_demo_plan", "demo_reasoner", "edit_demo_plan", "register"]
 
@@ -217,7 +217,7 @@ def demo_reasoner(env: Mapping[str, str]) -> Reasoner:
 
     wanted = (env.get("ORCH_REASONER") or "").lower()
     if wanted in ("openai", "anthropic") or env.get("ORCH_REASONER_API_KEY"):
-        from activities.reasoners import reasoner_from_env
+        from workers.client import reasoner_from_env
 
         configured = reasoner_from_env({"ORCH_REASONER": wanted or "openai", **env})
         if configured is not None:
@@ -236,7 +236,7 @@ def remember_key(data: Path, key_id: str) -> tuple[str, Path]:
     demo left in this folder's Temporal database stays readable with it (the newest key
     encrypts). Only its owner may read it, since it opens the history.
     """
-    from workers.codec import new_key_spec, parse_keys
+    from workers.client import new_key_spec, parse_keys
 
     path = data / KEY_FILE
     known = path.read_text(encoding="utf-8").strip() if path.exists() else ""
@@ -296,22 +296,18 @@ def _demo(args: argparse.Namespace) -> int:
         import datetime as dt
 
         from orchestration.api import create_orchestration
-        from orchestration.approval import approval_record
         from orchestration.artifacts import FileSpoolStore
         from orchestration.cli.progress import describe_run, follow_run
+        from orchestration.plan.raw import raw_diff
         from orchestration.predicates import StructuredCell
-        from orchestration.raw import raw_diff
-        from orchestration.render import render_diff, render_plan
-        from orchestration.runs import fold_run
-        from workers.codec import codec_from_env
-        from workers.devserver import DevServer
-        from workers.logging import configure_logging
+        from orchestration.review.approval import approval_record
+        from orchestration.review.render import render_diff, render_plan
+        from orchestration.run.fold import fold_run
+        from workers.client import DevServer, codec_from_env, configure_logging
 
         # The story is printed on stdout; worker logs (JSON, stderr) only when asked for.
         configure_logging(os.environ.get("ORCH_LOG_LEVEL", "WARNING"))
-        from workers.example_tools import TOOLBOX
-        from workers.runs import TemporalRuns
-        from workers.worker import build_worker, connect
+        from workers.client import TOOLBOX, TemporalRuns, build_worker, connect
 
         prepare_workspace(workspace)
         store = open_store(str(data / "plans.sqlite3"))
@@ -328,7 +324,7 @@ def _demo(args: argparse.Namespace) -> int:
             codec: PayloadCodec | None = codec_from_env()
             key_file: Path | None = None
             if args.encrypt:
-                from workers.codec import AesGcmCodec, parse_keys
+                from workers.client import AesGcmCodec, parse_keys
 
                 spec, key_file = remember_key(data, plan_id)
                 codec = AesGcmCodec(parse_keys(spec))

@@ -21,7 +21,7 @@ from typing import Any
 
 from orchestration.cli.common import CliError, add_store_flag, load_object, open_store, run_async
 from orchestration.cli.temporal import add_deployment_flags
-from orchestration.toolbox import Toolbox
+from orchestration.tools.toolbox import Toolbox
 
 __all__ = ["register"]
 
@@ -73,15 +73,18 @@ def register(commands: Any) -> None:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from activities.reasoners import reasoner_from_env
     from orchestration.artifacts import FileSpoolStore
-    from workers.devserver import DevServer
-    from workers.logging import configure_logging
+    from workers.client import DevServer, configure_logging, reasoner_from_env
 
     configure_logging(os.environ.get("ORCH_LOG_LEVEL", "INFO"))  # JSON lines on stderr
-    from workers.codec import codec_from_env
-    from workers.versioning import DeploymentSettingsError, deployment_config, make_current
-    from workers.worker import build_worker, connect
+    from workers.client import (
+        DeploymentSettingsError,
+        build_worker,
+        codec_from_env,
+        connect,
+        deployment_config,
+        make_current,
+    )
 
     try:
         versioning = deployment_config(args.deployment_name, args.build_id)
@@ -95,7 +98,7 @@ def _dev(args: argparse.Namespace) -> int:
             raise CliError(
                 "bad_toolbox",
                 f"{args.toolbox} is a {type(toolbox).__name__}, not a Toolbox — point --toolbox "
-                "at an orchestration.toolbox.Toolbox",
+                "at an orchestration.tools.toolbox.Toolbox",
             )
         codec = codec_from_env()
         server = DevServer(

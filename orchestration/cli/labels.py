@@ -24,7 +24,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
 from orchestration.types import (
     EdgeTaken,
     FrameRef,

@@ -38,7 +38,7 @@ def _mcp(args: argparse.Namespace) -> int:
         orch = await open_orchestration(args)
         try:
             try:
-                from orchestration.mcp_server import build_mcp_server, serve_stdio
+                from orchestration.forge.mcp import build_mcp_server, serve_stdio
             except ImportError as exc:
                 raise CliError(
                     "mcp_missing",

@@ -1,6 +1,6 @@
 """``orch plan graph`` / ``orch run graph``: write a plan's picture as Mermaid, DOT or SVG.
 
-The drawing itself is pure (:mod:`orchestration.diagram`); this module only picks the format,
+The drawing itself is pure (:mod:`orchestration.review.diagram`); this module only picks the format,
 turns DOT into SVG, and writes the result. SVG comes from Graphviz's ``dot`` program (Debian's
 ``graphviz`` package, which ``make setup`` and ``.ci/run`` install where it is missing): its
 layered layout keeps a DAG readable at any size, and it needs no browser. Without it,
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from orchestration.cli.common import CliError, emit
 from orchestration.cli.failures import ExitCode
-from orchestration.diagram import render_diagram
+from orchestration.review.diagram import render_diagram
 from orchestration.types import RawPlanView, RunProjection
 
 __all__ = ["draw", "svg_from_dot"]

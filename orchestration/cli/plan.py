@@ -1,7 +1,7 @@
 """``orch plan``: create, edit (apply an op file), read, diff, list and clone plans.
 
 ``apply`` reads a JSON array of ops. Each op may omit its identity (``opId``, ``actorId``,
-``lamport``, ``at``): the CLI mints it with a :class:`~orchestration.authoring.PlanAuthor`
+``lamport``, ``at``): the CLI mints it with a :class:`~orchestration.plan.authoring.PlanAuthor`
 that has observed the plan's log, so hand-written op files stay short and a later edit always
 wins over what the author saw. Values use the tagged JSON form (``{"$ref": {...}}`` reads a
 node's output), and the file is read in JSON mode so tags are decoded, never guessed.
@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from orchestration.authoring import PlanAuthor
 from orchestration.cli.common import (
     CliError,
     add_json_flag,
@@ -27,6 +26,7 @@ from orchestration.cli.common import (
     with_store,
 )
 from orchestration.cli.paging import add_paging_flags, next_page, paged
+from orchestration.plan.authoring import PlanAuthor
 from orchestration.predicates.structured import AUTHORING_GUIDE
 from orchestration.types import PlanOp, PlanSummary, RawPlanView
 
@@ -275,7 +275,7 @@ def _revision(text: str) -> int | str:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from orchestration.raw import raw_diff
+    from orchestration.plan.raw import raw_diff
 
     async def go(store: Any) -> Any:
         return await raw_diff(
@@ -285,7 +285,7 @@ def _diff(args: argparse.Namespace) -> int:
     diff = with_store(args, go)
 
     def text() -> str:
-        from orchestration.render import render_diff
+        from orchestration.review.render import render_diff
 
         return render_diff(diff)
 

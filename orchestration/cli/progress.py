@@ -176,8 +176,8 @@ async def follow_run(
     """
     from temporalio.client import WorkflowExecutionStatus
 
-    from orchestration.execution import LogPage, workflow_id_for
     from orchestration.run.expand import LogExpander
+    from orchestration.run.messages import LogPage, workflow_id_for
 
     expander = LogExpander()
     live = ProgressLines()

@@ -75,7 +75,7 @@ def register(commands: Any) -> None:
 def _replay_check(args: argparse.Namespace) -> int:
     from temporalio.service import RPCError, RPCStatusCode
 
-    from workers.replay_check import ReplayOutcome, check_histories
+    from workers.client import ReplayOutcome, check_histories
 
     async def go() -> list[ReplayOutcome]:
         client = await connect_client(args.address, args.namespace)

@@ -26,9 +26,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.api import FreezeResult, Orchestration, create_orchestration
-from orchestration.approval import ApprovalRefused, approval_record
 from orchestration.cli.common import (
     CliError,
     add_json_flag,
@@ -40,11 +38,13 @@ from orchestration.cli.common import (
     open_store,
     run_async,
 )
-from orchestration.contracts import InvocableTools, PredicateEvaluator
-from orchestration.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
-from orchestration.render import render_plan
+from orchestration.review.approval import ApprovalRefused, approval_record
+from orchestration.review.outline import PlanOutline, PlanSlice, plan_outline, plan_slice
+from orchestration.review.render import render_plan
+from orchestration.review.validation import merge_evaluators
+from orchestration.tools.allowlist import ToolAllowlist
+from orchestration.tools.contracts import InvocableTools, PredicateEvaluator
 from orchestration.types import PlanIssue
-from orchestration.validation import merge_evaluators
 
 __all__ = ["issue_lines", "load_cells", "load_tools", "register"]
 
@@ -324,7 +324,7 @@ def _approve(args: argparse.Namespace) -> int:
                 update={"digest": args.digest.strip().lower()}
             )
             if args.sign_key:
-                from orchestration.signing import load_private_key, sign_approval
+                from orchestration.review.signing import load_private_key, sign_approval
 
                 with open(args.sign_key, "rb") as pem:
                     record = sign_approval(record, load_private_key(pem.read()))

@@ -142,7 +142,7 @@ def register(commands: Any) -> None:
 
 
 async def _runs(args: argparse.Namespace) -> Any:
-    from workers.runs import TemporalRuns
+    from workers.client import TemporalRuns
 
     client = await connect_client(args.address, args.namespace)
     return TemporalRuns(client, open_store(args.store), task_queue=args.task_queue)
@@ -176,7 +176,7 @@ async def _check_readable(runs: Any, plan_id: str) -> None:
     would fail inside the replayer as an opaque workflow-task failure. One payload decoded
     here raises the codec's own error (``codec_key``, ``codec_decrypt_failed``) instead.
     """
-    from orchestration.execution import workflow_id_for
+    from orchestration.run.messages import workflow_id_for
 
     codec = runs.client.data_converter.payload_codec
     handle = runs.client.get_workflow_handle(workflow_id_for(plan_id))
@@ -195,7 +195,7 @@ def _input(args: argparse.Namespace) -> dict[str, Any]:
     value = load_json_text(text, f"the run input ({where})", "bad_input")
     if not isinstance(value, dict):
         raise CliError("bad_input", "the run input must be a JSON object of the entry's fields")
-    from orchestration.encoding import from_json_value
+    from orchestration.plan.encoding import from_json_value
 
     try:
         return {k: from_json_value(v, "none", k) for k, v in value.items()}
@@ -232,7 +232,7 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from orchestration.execution import workflow_id_for
+    from orchestration.run.messages import workflow_id_for
 
     async def go(runs: Any) -> Any:
         handle = await runs.start(args.plan_id, {}, resume_run_id=workflow_id_for(args.plan_id))
@@ -256,13 +256,13 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _start_input(args: argparse.Namespace) -> int:
     from orchestration.cli.common import with_store
-    from orchestration.execution import PlanRef, PlanRunInput
     from orchestration.run.admission import admit
+    from orchestration.run.messages import PlanRef, PlanRunInput
 
     run_input = _input(args)
 
     async def go(store: Any) -> PlanRunInput:
-        from orchestration.execution import workflow_id_for
+        from orchestration.run.messages import workflow_id_for
 
         admitted = await admit(
             store, args.plan_id, run_input, run_id=workflow_id_for(args.plan_id)
@@ -287,7 +287,7 @@ async def _read(
 
     With ``follow``, the run is followed to its end first, its progress printed there.
     """
-    from orchestration.runs import fold_run
+    from orchestration.run.fold import fold_run
 
     if follow is not None:
         events = await follow_run(runs, plan_id, follow)
@@ -308,8 +308,8 @@ def _watch(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from orchestration.run.expand import expand_log
+    from orchestration.run.fold import fold_run
     from orchestration.run.log import started_build
-    from orchestration.runs import fold_run
 
     async def go(runs: Any) -> Any:
         log = await runs.read_log(args.plan_id)
@@ -319,7 +319,7 @@ def _show(args: argparse.Namespace) -> int:
         nodes = [node.id for node in view.nodes]
         if not args.render:
             return projection, events, nodes, None, started_build(log)
-        from orchestration.render import render_plan
+        from orchestration.review.render import render_plan
 
         text = render_plan(view, args.audience, view="as_executed", run=projection)
         return projection, events, nodes, text, started_build(log)
@@ -357,7 +357,7 @@ async def _require_open(runs: Any, plan_id: str) -> None:
     """Refuse to operate a run that has closed: a signal or cancel would change nothing."""
     from temporalio.client import WorkflowExecutionStatus
 
-    from orchestration.execution import workflow_id_for
+    from orchestration.run.messages import workflow_id_for
 
     description = await runs.client.get_workflow_handle(workflow_id_for(plan_id)).describe()
     if description.status != WorkflowExecutionStatus.RUNNING:

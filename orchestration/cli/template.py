@@ -23,7 +23,7 @@ from orchestration.cli.common import (
     run_async,
 )
 from orchestration.cli.review import issue_lines
-from orchestration.encoding import from_json_value
+from orchestration.plan.encoding import from_json_value
 from orchestration.templates import InstantiateOk, InstantiateRefused, describe_param
 
 __all__ = ["register"]

@@ -75,7 +75,7 @@ def cli_codec() -> PayloadCodec:
         CodecKeyError: the setting is malformed (its message names the entry).
 
     """
-    from workers.codec import codec_from_env
+    from workers.client import codec_from_env
 
     codec = codec_from_env()
     return codec if codec is not None else _keyless_codec()
@@ -84,7 +84,7 @@ def cli_codec() -> PayloadCodec:
 def _keyless_codec() -> PayloadCodec:
     from temporalio.converter import PayloadCodec
 
-    from workers.codec import ENCODING, KEY_ID_KEY, KEYS_ENV, CodecKeyError
+    from workers.client import ENCODING, KEY_ID_KEY, KEYS_ENV, CodecKeyError
 
     class KeylessCodec(PayloadCodec):
         """Plain payloads pass; an encrypted one is refused with the setting to fix."""
@@ -114,7 +114,7 @@ async def connect_client(address: str, namespace: str, **options: Any) -> Client
         CodecKeyError: ``ORCH_CODEC_KEYS`` is malformed.
 
     """
-    from workers.worker import connect
+    from workers.client import connect
 
     codec = cli_codec()
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from orchestration.cli.common import CliError, add_json_flag, emit
 from orchestration.cli.review import load_tools
-from orchestration.toolbox import catalog_lines, tool_catalog
+from orchestration.tools.toolbox import catalog_lines, tool_catalog
 
 __all__ = ["register"]
 

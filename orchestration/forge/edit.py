@@ -15,8 +15,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from orchestration.api import new_plan_id
-from orchestration.encoding import from_json_value
 from orchestration.forge.prose import NODE_VOCABULARY, PREDICATES
 from orchestration.forge.schemas import (
     DEFINITION_MODELS,
@@ -31,10 +29,12 @@ from orchestration.forge.schemas import (
 )
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
+from orchestration.plan.authoring import new_plan_id
+from orchestration.plan.encoding import from_json_value
+from orchestration.review.validation.topology import handle_allowed
 from orchestration.store.base import CreateRefused
-from orchestration.toolbox import tool_catalog
+from orchestration.tools.toolbox import tool_catalog
 from orchestration.types import PlanBounds, PlanEdge, PlanNode, RawPlanView
-from orchestration.validation.topology import handle_allowed
 
 __all__ = ["edit_tools"]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestration.api import new_plan_id
-from orchestration.encoding import from_json_value
 from orchestration.forge.prose import issues_json, render_issues
 from orchestration.forge.schemas import obj
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
+from orchestration.plan.authoring import new_plan_id
+from orchestration.plan.encoding import from_json_value
 from orchestration.store.base import CreateRefused
 from orchestration.templates import InstantiateRefused, describe_param
 from orchestration.types import DeclaredField, EnumField

@@ -16,7 +16,7 @@ from orchestration.forge.prose import issues_json, node_json, render_issues
 from orchestration.forge.schemas import PLAN_ID, obj
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
-from orchestration.toolbox import catalog_lines, tool_catalog
+from orchestration.tools.toolbox import catalog_lines, tool_catalog
 from orchestration.types import PlanOp
 
 __all__ = ["outline_tool", "raw_tools", "read_tools", "slice_tool"]

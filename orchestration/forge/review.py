@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestration.approval import authority_set, describe_claim
 from orchestration.forge.prose import issues_json, render_issues
 from orchestration.forge.schemas import PLAN_ID, obj
 from orchestration.forge.session import ForgeSession
 from orchestration.forge.tool import ForgeTool, ToolResult, refusal
+from orchestration.review.approval import authority_set, describe_claim
 
 __all__ = ["freeze_tool", "submit_tool"]
 

@@ -1,6 +1,6 @@
 """The forge's common machinery: minting ops with identity, appending them, and answering.
 
-Every edit a tool makes is an op minted by a :class:`~orchestration.authoring.PlanAuthor` that
+Every edit a tool makes is an op minted by a :class:`~orchestration.plan.authoring.PlanAuthor` that
 has first observed the plan's log, so each op carries the forge's actor id and a Lamport time
 past everything the plan already holds: the edit wins over what the model saw, as it meant.
 The op is appended at the revision that was observed; if another writer moved the plan in
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from orchestration.authoring import PlanAuthor
 from orchestration.forge.prose import compact, issue_lines, issues_json, node_json
 from orchestration.forge.tool import ToolResult, refusal
-from orchestration.ops import fold_ops
+from orchestration.plan.authoring import PlanAuthor
+from orchestration.plan.ops import fold_ops
 from orchestration.store.base import AppendRefused, PlanStore
 from orchestration.types import PlanIssue, PlanOp, RawPlanView
 

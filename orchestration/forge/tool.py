@@ -17,9 +17,9 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestration.encoding import to_json_value
 from orchestration.errors import OrchestrationError, PlanNotFoundError
-from orchestration.outline import UnknownSliceError
+from orchestration.plan.encoding import to_json_value
+from orchestration.review.outline import UnknownSliceError
 
 __all__ = ["ForgeTool", "Handler", "Tier", "ToolResult", "refusal"]
 
@@ -137,7 +137,7 @@ def _as_wire(value: Any) -> Any:
 
     A dict with string keys and a list (or tuple) are walked, so a ``{"$ref": ...}`` the
     caller wrote stays as written; everything else that is not a JSON scalar goes through
-    :func:`~orchestration.encoding.to_json_value`, which raises ``UnencodableValueError`` for
+    :func:`~orchestration.plan.encoding.to_json_value`, which raises ``UnencodableValueError`` for
     a value outside the subset.
     """
     if value is None or type(value) in (str, bool, int, float):

@@ -5,7 +5,7 @@
 imported only by their ``load()``, so importing this package never requires them.
 
 Every cell's ``judge()`` gives its verdict with evidence, a no-match included; the evidence's
-shape is described on :class:`~orchestration.contracts.Judgement`. A predicate that runs past
+shape is described on :class:`~orchestration.tools.contracts.Judgement`. A predicate that runs past
 its cell's ceilings raises :class:`PredicateLimitExceeded` (see
 :mod:`orchestration.predicates.errors`).
 """

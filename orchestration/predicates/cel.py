@@ -40,17 +40,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestration.contracts import (
-    BranchVerdict,
-    Judgement,
-    PredicateContext,
-)
 from orchestration.errors import CellUnavailableError
+from orchestration.plan.references import JOIN_FIELDS, decode_output_schema
 from orchestration.predicates.errors import PredicateLimitExceeded
 from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import node_records
 from orchestration.predicates.verdicts import DecidingCell, safe_verdict, select_verdict
-from orchestration.references import JOIN_FIELDS, decode_output_schema
+from orchestration.tools.contracts import (
+    BranchVerdict,
+    Judgement,
+    PredicateContext,
+)
 from orchestration.types import (
     BooleanField,
     BranchNode,

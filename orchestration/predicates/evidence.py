@@ -3,7 +3,7 @@
 Evidence lands in the run's history (on the edges a verdict fires, and with every verdict the
 run records), so it must be an encodable value and must stay small whatever the predicate
 read: a 10 MB string or a list of a million rows is shown cut down, never copied whole. The
-shape of a cell's evidence is described on :class:`~orchestration.contracts.Judgement`.
+shape of a cell's evidence is described on :class:`~orchestration.tools.contracts.Judgement`.
 """
 
 from __future__ import annotations

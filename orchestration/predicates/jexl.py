@@ -50,12 +50,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from orchestration.contracts import (
-    BranchVerdict,
-    Judgement,
-    PredicateContext,
-    PredicateRead,
-)
 from orchestration.predicates.errors import PredicateLimitExceeded, import_optional
 from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import merged_record, node_records
@@ -65,7 +59,13 @@ from orchestration.predicates.verdicts import (
     safe_verdict,
     select_verdict,
 )
-from orchestration.resolve import MISSING, read_segments
+from orchestration.run.resolve import MISSING, read_segments
+from orchestration.tools.contracts import (
+    BranchVerdict,
+    Judgement,
+    PredicateContext,
+    PredicateRead,
+)
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
 __all__ = ["DEFAULT_MAX_SIZE", "DEFAULT_WORK_LIMIT", "JEXL_INSTALL", "JexlCell"]

@@ -53,11 +53,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from orchestration.contracts import (
-    BranchVerdict,
-    Judgement,
-    PredicateContext,
-)
 from orchestration.predicates.errors import (
     CellEvaluationError,
     LuaMemoryExceeded,
@@ -67,6 +62,11 @@ from orchestration.predicates.errors import (
 from orchestration.predicates.evidence import shown
 from orchestration.predicates.snapshot import node_records
 from orchestration.predicates.verdicts import DecidingCell, safe_verdict, select_verdict
+from orchestration.tools.contracts import (
+    BranchVerdict,
+    Judgement,
+    PredicateContext,
+)
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
 __all__ = [

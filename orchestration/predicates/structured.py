@@ -38,7 +38,7 @@ strings or membership (by ``eq``) for lists; ``truthy`` is false only for a miss
 missing" (``None`` exists). Evaluation never raises.
 
 :meth:`StructuredCell.judge` gives the verdict with evidence: each leaf it evaluated, with the
-value it read (see :class:`~orchestration.contracts.Judgement`).
+value it read (see :class:`~orchestration.tools.contracts.Judgement`).
 
 The cell is deterministic (no clock, no I/O), so a workflow may evaluate it inline.
 """
@@ -50,17 +50,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from orchestration.contracts import (
+from orchestration.predicates.evidence import MAX_CHECKS, shown
+from orchestration.predicates.snapshot import merged_record
+from orchestration.predicates.verdicts import js_truthy
+from orchestration.run.resolve import MISSING, read_segments
+from orchestration.tools.contracts import (
     BranchVerdict,
     Judgement,
     PredicateContext,
     PredicateRead,
     SelectVerdict,
 )
-from orchestration.predicates.evidence import MAX_CHECKS, shown
-from orchestration.predicates.snapshot import merged_record
-from orchestration.predicates.verdicts import js_truthy
-from orchestration.resolve import MISSING, read_segments
 from orchestration.types import BranchNode, NodeOutput, SelectNode
 
 __all__ = [
@@ -626,7 +626,7 @@ class StructuredCell:
         """The verdict of :meth:`decide` with its evidence, match or not.
 
         The evidence lists each leaf evaluated with the value its path read (see
-        :class:`~orchestration.contracts.Judgement`); an unparseable predicate's evidence says
+        :class:`~orchestration.tools.contracts.Judgement`); an unparseable predicate's evidence says
         so under ``error``.
         """
         return self._run(node, ctx, _Trace())

@@ -8,7 +8,7 @@ is, exactly, one of the node's case labels: no coercion, so ``1`` never selects 
 
 from __future__ import annotations
 
-from orchestration.contracts import (
+from orchestration.tools.contracts import (
     BranchVerdict,
     Judgement,
     PredicateContext,

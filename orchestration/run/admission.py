@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestration.approval import authority_refusal
-from orchestration.contracts import PredicateEvaluator
 from orchestration.errors import InvalidRunInputError, RunRefusedError
-from orchestration.run_input import check_run_input
+from orchestration.review.approval import authority_refusal
+from orchestration.run.inputs import check_run_input
 from orchestration.store.base import PlanStore
+from orchestration.tools.contracts import PredicateEvaluator
 from orchestration.types import ApprovalRecord, EntryNode, RawPlanView
 
 __all__ = ["Admitted", "admit", "approval_problem"]
@@ -43,7 +43,7 @@ def approval_problem(view: RawPlanView, approval: ApprovalRecord) -> str | None:
     """Why ``approval`` does not approve exactly ``view``, or ``None``.
 
     The authority set is compared as a set (ruling 26), by the approval gate's own comparison
-    (:func:`~orchestration.approval.authority_refusal`).
+    (:func:`~orchestration.review.approval.authority_refusal`).
     """
     if approval.plan_id != view.plan_id:
         return f"the approval is for plan {approval.plan_id!r}, not {view.plan_id!r}"

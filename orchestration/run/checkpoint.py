@@ -26,12 +26,10 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from orchestration.encoding import NodeRef
-from orchestration.engine_events import edge_segment
-from orchestration.engine_plan import CompiledPlan
-from orchestration.engine_state import Barrier, Frame, Items
 from orchestration.errors import MalformedRunLogError
-from orchestration.graph import reachable
+from orchestration.plan.encoding import NodeRef
+from orchestration.plan.graph import reachable
+from orchestration.plan.references import reference_sites
 from orchestration.predicates.structured import (
     AllOf,
     AnyOf,
@@ -40,10 +38,12 @@ from orchestration.predicates.structured import (
     StructuredPredicate,
     parse_structured_predicate,
 )
-from orchestration.references import reference_sites
-from orchestration.routes import Route, edge_token, segments_key
+from orchestration.run.engine.builders import edge_segment
+from orchestration.run.engine.compiled import CompiledPlan
+from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.restore import RestoredRun
-from orchestration.tables import FrameTable
+from orchestration.run.routes import Route, edge_token, segments_key
+from orchestration.run.tables import FrameTable
 from orchestration.types import (
     ArtifactHandle,
     BranchNode,

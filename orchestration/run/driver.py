@@ -19,17 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from orchestration.engine import RunEngine
-from orchestration.engine_types import Decided, Dispatch, Failed, Skipped
 from orchestration.errors import EngineStateError
-from orchestration.execution import (
+from orchestration.run.engine.machine import RunEngine
+from orchestration.run.engine.results import Decided, Dispatch, Failed, Skipped
+from orchestration.run.log import LogEntry
+from orchestration.run.messages import (
     CallRequest,
     EvaluateRequest,
     ReasonRequest,
     RetrySettings,
     TransformRequest,
 )
-from orchestration.run.log import LogEntry
 from orchestration.run.policy import Attempt, Halt, Lost, Retry, Settle, after_attempt
 from orchestration.types import (
     ApprovalRecord,
@@ -342,7 +342,7 @@ def evaluate_request(dispatch: Dispatch) -> EvaluateRequest:
 
 def decided(kind: str, matched: bool, case_label: str | None, evidence: object) -> Decided:
     """A cell's answer as the engine's settle result."""
-    from orchestration.contracts import BranchVerdict, SelectVerdict
+    from orchestration.tools.contracts import BranchVerdict, SelectVerdict
 
     verdict = (
         BranchVerdict(matched=matched) if kind == "branch" else SelectVerdict(case_label=case_label)

@@ -4,7 +4,7 @@ The compact log (:mod:`orchestration.run.log`) names frames by number and leaves
 the frontier and the barriers implied; the contract's events carry them. Expansion reads the
 log forward with :class:`~orchestration.run.trace.LogTrace` (the same reader the engine resumes
 with) and builds each event: tables are structurally shared contract tables
-(:class:`~orchestration.tables.Table`), and each frame's ``FrameRef`` and ``NodeOutput`` are
+(:class:`~orchestration.run.tables.Table`), and each frame's ``FrameRef`` and ``NodeOutput`` are
 built once and shared by every event that names them, so expanding costs what the contract's
 own objects cost and no more. What that is grows with the plan: a frame's ``BranchId`` holds
 its whole route, and every ``frontier_snapshot`` lists the whole frontier.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from orchestration.engine_events import (
+from orchestration.run.engine.builders import (
     edge_taken,
     frame_ref,
     frontier_snapshot,
@@ -31,6 +31,7 @@ from orchestration.engine_events import (
     outcome_ok,
     pending_frame,
 )
+from orchestration.run.fold import fold_run
 from orchestration.run.log import (
     LogArrive,
     LogEdge,
@@ -42,9 +43,8 @@ from orchestration.run.log import (
     LogSnapshot,
     LogStart,
 )
+from orchestration.run.tables import Table
 from orchestration.run.trace import LogTrace, TracedFrame
-from orchestration.runs import fold_run
-from orchestration.tables import Table
 from orchestration.types import (
     ArtifactHandle,
     FrameRef,

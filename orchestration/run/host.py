@@ -26,17 +26,17 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from orchestration.contracts import PredicateEvaluator
-from orchestration.engine import RunEngine
 from orchestration.errors import RunRefusedError
-from orchestration.execution import RunSettings, workflow_id_for
 from orchestration.run.admission import Admitted, admit
 from orchestration.run.driver import Decision, Inbox, RunDriver
+from orchestration.run.engine.machine import RunEngine
 from orchestration.run.expand import expand_log, project_log
 from orchestration.run.local import LocalPort, utc_now
 from orchestration.run.log import LogEntry
+from orchestration.run.messages import RunSettings, workflow_id_for
 from orchestration.run.work import FrameWork
 from orchestration.store.base import ClaimOk, PlanStore
+from orchestration.tools.contracts import PredicateEvaluator
 from orchestration.types import OperatorStop, RunEvent, RunProjection, TurnAbort
 
 __all__ = ["InProcessRuns", "LocalRun", "RunHost"]

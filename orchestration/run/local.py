@@ -15,15 +15,15 @@ import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
 
-from orchestration.engine_types import Dispatch, Failed, Succeeded
-from orchestration.execution import RunSettings
 from orchestration.run.driver import (
     call_request,
     decided,
     reason_request,
     transform_request,
 )
+from orchestration.run.engine.results import Dispatch, Failed, Succeeded
 from orchestration.run.log import LogEntry
+from orchestration.run.messages import RunSettings
 from orchestration.run.policy import Attempt, Lost
 from orchestration.run.work import FrameWork, WorkFailed, decide_with
 from orchestration.types import ApprovalRecord, BranchNode, RawPlanView, SelectNode

@@ -28,12 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from orchestration.engine_types import Decided, Failed, Skipped, Succeeded
-from orchestration.execution import RetrySettings
+from orchestration.run.engine.results import Decided, Failed, Skipped, Succeeded
+from orchestration.run.messages import RetrySettings
 from orchestration.types import CallNode, PlanNode
 
 __all__ = [
-    "TRANSIENT_NAMES",
     "Attempt",
     "Halt",
     "Lost",
@@ -42,30 +41,8 @@ __all__ = [
     "Verdict",
     "after_attempt",
     "backoff_seconds",
-    "is_transient",
     "repeatable",
 ]
-
-TRANSIENT_NAMES = frozenset(
-    {
-        # builtins
-        "ConnectionError",
-        "ConnectionResetError",
-        "ConnectionRefusedError",
-        "ConnectionAbortedError",
-        "BrokenPipeError",
-        "TimeoutError",
-        # httpx / httpcore transport failures
-        "TransportError",
-        "NetworkError",
-        "TimeoutException",
-        # a model provider that is overloaded or unreachable
-        "ReasonerUnavailableError",
-        "reasoner_unavailable",
-    }
-)
-"""Exception classes (anywhere in an error's class hierarchy) that make a failure transient."""
-
 
 @dataclass(frozen=True, slots=True)
 class Lost:
@@ -102,20 +79,6 @@ class Halt:
 
 Verdict = Settle | Retry | Halt
 """What the host does next with a frame."""
-
-
-def is_transient(error: BaseException) -> bool:
-    """Whether an exception is worth trying again: a network or timeout error, or so marked.
-
-    A tool marks an error transient with a true ``transient`` attribute (or raises
-    :class:`~orchestration.toolbox.TransientToolError`). ``TypeError`` never is: it is how a
-    misspelt or missing argument fails, and trying again cannot fix it.
-    """
-    if isinstance(error, TypeError):
-        return False
-    if getattr(error, "transient", False) is True:
-        return True
-    return any(cls.__name__ in TRANSIENT_NAMES for cls in type(error).__mro__)
 
 
 def repeatable(node: PlanNode) -> bool:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from orchestration.engine_plan import CompiledPlan
-from orchestration.engine_state import Barrier, Frame, Items
 from orchestration.errors import UnrunnablePlanError
-from orchestration.routes import EdgeSegment, Route
+from orchestration.run.engine.compiled import CompiledPlan
+from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.log import LogEntry
+from orchestration.run.routes import EdgeSegment, Route
+from orchestration.run.tables import FrameTable
 from orchestration.run.trace import LogTrace, TracedFrame
-from orchestration.tables import FrameTable
 from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem, PlanNode
 
 __all__ = ["ENGINE_TABLES", "RestoredRun", "frame_on", "restore_from_log"]

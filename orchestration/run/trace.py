@@ -31,9 +31,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from orchestration.engine_events import edge_segment, join_segment
 from orchestration.errors import MalformedRunLogError
-from orchestration.routes import Route, edge_token, segments_key
+from orchestration.run.engine.builders import edge_segment, join_segment
 from orchestration.run.log import (
     LogArrive,
     LogEdge,
@@ -46,6 +45,7 @@ from orchestration.run.log import (
     LogSnapshot,
     LogStart,
 )
+from orchestration.run.routes import Route, edge_token, segments_key
 from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem
 
 __all__ = ["TableAlgebra", "TracedBarrier", "TracedFrame", "LogTrace", "settled_ok_nodes"]

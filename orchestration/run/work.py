@@ -30,17 +30,11 @@ import structlog
 
 from orchestration.artifacts import ArtifactRegistry, ArtifactSpool, MemorySpool, SpooledArtifact
 from orchestration.artifacts import run_transform as apply_steps
-from orchestration.contracts import (
-    ArtifactReturn,
-    BranchVerdict,
-    ExplainingEvaluator,
-    Judgement,
-    PredicateContext,
-    PredicateEvaluator,
-)
-from orchestration.engine_types import FailureKind
 from orchestration.errors import ArtifactError, OrchestrationError, ReasonerError, TransformError
-from orchestration.execution import (
+from orchestration.plan.references import decode_output_schema
+from orchestration.review.validation.schemas import schema_problem
+from orchestration.run.engine.results import FailureKind, is_transient
+from orchestration.run.messages import (
     AttemptUsage,
     CallRequest,
     CallResponse,
@@ -51,10 +45,16 @@ from orchestration.execution import (
     TransformRequest,
     TransformResponse,
 )
-from orchestration.reasoning import AttemptRecord, Reasoner, ReasonOutcome, reason
-from orchestration.references import decode_output_schema
-from orchestration.run.policy import is_transient
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.contracts import (
+    ArtifactReturn,
+    BranchVerdict,
+    ExplainingEvaluator,
+    Judgement,
+    PredicateContext,
+    PredicateEvaluator,
+)
+from orchestration.tools.reasoning import AttemptRecord, Reasoner, ReasonOutcome, reason
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
     BooleanField,
@@ -66,7 +66,6 @@ from orchestration.types import (
     SelectNode,
     StringField,
 )
-from orchestration.validation.schemas import schema_problem
 
 __all__ = [
     "MAX_RESULT_BYTES",

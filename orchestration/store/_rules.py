@@ -22,14 +22,14 @@ from dataclasses import dataclass
 
 from pydantic import TypeAdapter, ValidationError
 
-from orchestration.encoding import canonical_digest
 from orchestration.errors import (
     MalformedRunLogError,
     RevisionOutOfRangeError,
     RunLogConflictError,
     RunNotFoundError,
 )
-from orchestration.ops import fold_ops
+from orchestration.plan.encoding import canonical_digest
+from orchestration.plan.ops import fold_ops
 from orchestration.run.log import LogEnd, LogEntry
 from orchestration.run.trace import settled_ok_nodes
 from orchestration.types import (

@@ -68,7 +68,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from orchestration.ops import FoldResult
+from orchestration.plan.ops import FoldResult
 from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,

@@ -34,7 +34,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from orchestration.encoding import NodeRef, canonical_digest
 from orchestration.errors import (
     InvalidListingError,
     MalformedRunLogError,
@@ -43,7 +42,8 @@ from orchestration.errors import (
     RunLogConflictError,
     RunNotFoundError,
 )
-from orchestration.ops import fold_ops
+from orchestration.plan.encoding import NodeRef, canonical_digest
+from orchestration.plan.ops import fold_ops
 from orchestration.run.expand import expand_log
 from orchestration.run.log import (
     LogArrive,

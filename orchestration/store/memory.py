@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from orchestration.errors import PlanNotFoundError
-from orchestration.ops import FoldResult, fold_ops
+from orchestration.plan.ops import FoldResult, fold_ops
 from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,

@@ -37,7 +37,7 @@ from psycopg import AsyncConnection, InterfaceError
 from psycopg_pool import AsyncConnectionPool
 
 from orchestration.errors import OrchestrationError
-from orchestration.ops import FoldResult, fold_ops
+from orchestration.plan.ops import FoldResult, fold_ops
 from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from orchestration.errors import OrchestrationError
-from orchestration.ops import FoldResult, fold_ops
+from orchestration.plan.ops import FoldResult, fold_ops
 from orchestration.run.log import LogEntry
 from orchestration.types import (
     ApprovalRecord,

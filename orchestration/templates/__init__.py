@@ -5,7 +5,7 @@ Register templates with ``create_orchestration(templates=[...])``; each is check
 ``Orchestration.instantiate(template_id, args)`` then mints a new editable plan from it.
 """
 
-from orchestration.encoding import ParamRef
+from orchestration.plan.encoding import ParamRef
 from orchestration.templates.checks import validate_template
 from orchestration.templates.holes import HOLE_PLACES
 from orchestration.templates.instantiate import (

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from orchestration.authoring import PlanAuthor
-from orchestration.ops import fold_ops
+from orchestration.plan.authoring import PlanAuthor
+from orchestration.plan.ops import fold_ops
+from orchestration.review.validation import FreezeInputs, blocking, validate
 from orchestration.templates.holes import (
     HOLE_PLACES,
     build_node,
@@ -40,7 +41,6 @@ from orchestration.templates.holes import (
 from orchestration.templates.model import PlanTemplate
 from orchestration.templates.taint import check_hole_declassification
 from orchestration.types import DEFAULT_PLAN_BOUNDS, EnumField, PlanIssue, PlanNode, PlanOp
-from orchestration.validation import FreezeInputs, blocking, validate
 
 __all__ = ["template_nodes", "template_ops", "validate_template"]
 

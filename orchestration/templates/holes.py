@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from orchestration.encoding import ParamRef
+from orchestration.plan.encoding import ParamRef
 from orchestration.types import (
     BooleanField,
     DeclaredField,

@@ -18,9 +18,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from orchestration.authoring import PlanAuthor
-from orchestration.encoding import validate_value
 from orchestration.errors import OrchestrationError, UnencodableValueError
+from orchestration.plan.authoring import PlanAuthor
+from orchestration.plan.encoding import validate_value
 from orchestration.store.base import AppendRefused, CreateRefused, PlanStore
 from orchestration.templates.checks import template_nodes, template_ops
 from orchestration.templates.model import InstantiateOk, InstantiateRefused, PlanTemplate

@@ -6,7 +6,7 @@ literal cannot carry; instantiation mints them. Its params are :data:`DeclaredFi
 same type as an entry node's input, so a model fills a form rather than editing a graph.
 
 A :class:`TemplateNode`'s ``definition`` is a plain mapping rather than a definition model,
-because it may hold :class:`~orchestration.encoding.ParamRef` holes where the definition
+because it may hold :class:`~orchestration.plan.encoding.ParamRef` holes where the definition
 models accept only real values. It is checked against its kind's model once, at construction
 of the facade, with every hole filled by a sample of its param's type.
 """
@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from orchestration.encoding import ValueSchema
 from orchestration.errors import OrchestrationError
+from orchestration.plan.encoding import ValueSchema
 from orchestration.types import (
     DeclaredField,
     PlanBounds,

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from orchestration.graph import PlanGraph
+from orchestration.plan.graph import PlanGraph
+from orchestration.review.validation.issues import blocking
 from orchestration.templates.holes import hole_sites
 from orchestration.templates.model import PlanTemplate
 from orchestration.types import PlanIssue
-from orchestration.validation.issues import blocking
 
 __all__ = ["check_hole_declassification", "covers"]
 

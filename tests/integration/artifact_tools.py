@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 from orchestration.artifacts import FileSpoolStore, SpooledJsonArtifact, SpooledMarkdownArtifact
-from orchestration.contracts import ArtifactReturn
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.contracts import ArtifactReturn
+from orchestration.tools.toolbox import Toolbox, ToolContext
 
 from . import drill_tools
 

@@ -11,7 +11,7 @@ import os
 import sqlite3
 from typing import Any
 
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 
 TOOLBOX = Toolbox()
 

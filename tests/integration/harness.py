@@ -10,17 +10,17 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from orchestration.execution import (
+from orchestration.run.expand import expand_log
+from orchestration.run.messages import (
     LogPage,
     PlanRunResult,
     RetrySettings,
     RunSettings,
     workflow_id_for,
 )
-from orchestration.run.expand import expand_log
 from orchestration.store.base import PlanStore
 from orchestration.testing import approve_into
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import RawPlanView, RunEvent
 from tests.support.hosts import replay_all
 from workers.runs import TemporalRuns

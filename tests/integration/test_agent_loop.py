@@ -24,9 +24,9 @@ from temporalio.client import Client as TemporalClient
 
 from orchestration.api import create_orchestration
 from orchestration.artifacts import FileSpoolStore
-from orchestration.mcp_server import build_mcp_server
+from orchestration.forge.mcp import build_mcp_server
 from orchestration.store import SqlitePlanStore
-from orchestration.toolbox import Toolbox
+from orchestration.tools.toolbox import Toolbox
 from workers.devserver import DevServer
 from workers.worker import build_worker
 

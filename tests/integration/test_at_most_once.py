@@ -20,12 +20,12 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import RawValue, WorkflowIDReusePolicy
 
-from orchestration.encoding import NodeRef
-from orchestration.execution import PlanRunInput, PlanRunResult
+from orchestration.plan.encoding import NodeRef
 from orchestration.run.expand import expand_log
+from orchestration.run.messages import PlanRunInput, PlanRunResult
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, approve_into
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import StringField
 from workers.devserver import DevServer, temporal_binary
 from workers.runs import TemporalRuns

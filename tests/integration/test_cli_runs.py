@@ -21,10 +21,10 @@ import pytest
 from temporalio.client import Client
 
 from orchestration.api import Orchestration, create_orchestration
-from orchestration.approval import approval_record
-from orchestration.authoring import PlanAuthor, claim, ref
-from orchestration.diagram import plan_mermaid
-from orchestration.render import render_plan
+from orchestration.plan.authoring import PlanAuthor, claim, ref
+from orchestration.review.approval import approval_record
+from orchestration.review.diagram import plan_mermaid
+from orchestration.review.render import render_plan
 from orchestration.store import SqlitePlanStore
 from orchestration.types import DEFAULT_PLAN_BOUNDS, NumberField, StringField
 from workers.codec import AesGcmCodec

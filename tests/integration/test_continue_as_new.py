@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from orchestration.encoding import NodeRef
-from orchestration.execution import RunSettings
+from orchestration.plan.encoding import NodeRef
 from orchestration.run.host import InProcessRuns
+from orchestration.run.messages import RunSettings
 from orchestration.run.work import FrameWork
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, approve_into
-from orchestration.toolbox import Toolbox
+from orchestration.tools.toolbox import Toolbox
 from orchestration.types import RawPlanView, StringField
 from tests.support.hosts import replay_all, strip_times
 from workers.runs import TemporalRuns

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from orchestration.execution import RunSettings, RunStatus
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
+from orchestration.run.messages import RunSettings, RunStatus
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import StringField

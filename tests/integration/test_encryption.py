@@ -15,7 +15,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from orchestration.encoding import NodeRef
+from orchestration.plan.encoding import NodeRef
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import StringField

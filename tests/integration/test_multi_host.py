@@ -17,9 +17,9 @@ import pytest
 from temporalio.client import Client
 
 from orchestration.api import create_orchestration
-from orchestration.approval import approval_record
-from orchestration.authoring import PlanAuthor, claim
-from orchestration.execution import workflow_id_for
+from orchestration.plan.authoring import PlanAuthor, claim
+from orchestration.review.approval import approval_record
+from orchestration.run.messages import workflow_id_for
 from orchestration.store.postgres import PostgresPlanStore
 from orchestration.types import StringField
 from tests.postgres_cluster import PostgresCluster

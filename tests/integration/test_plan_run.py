@@ -13,9 +13,9 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from orchestration.errors import RunRefusedError
-from orchestration.execution import LogPage, workflow_id_for
 from orchestration.run.expand import expand_log
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
+from orchestration.run.messages import LogPage, workflow_id_for
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import NumberField, RawPlanView, StringField
@@ -190,7 +190,7 @@ async def test_short_replay_safe_calls_take_the_fast_path(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     """A tool declared short runs its replay-safe calls as local activities; others do not."""
-    from orchestration.toolbox import Toolbox
+    from orchestration.tools.toolbox import Toolbox
 
     tools = Toolbox()
 

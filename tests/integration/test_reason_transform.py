@@ -17,10 +17,10 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from orchestration.encoding import NodeRef
-from orchestration.execution import PlanRunResult, ReasonResponse, RunSettings
+from orchestration.plan.encoding import NodeRef
 from orchestration.predicates import LuaCell
-from orchestration.routes import BranchId, EdgeSegment, frame_key
+from orchestration.run.messages import PlanRunResult, ReasonResponse, RunSettings
+from orchestration.run.routes import BranchId, EdgeSegment, frame_key
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, ScriptedReasoner
 from orchestration.types import (

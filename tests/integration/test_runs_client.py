@@ -14,12 +14,12 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from orchestration.api import Orchestration, create_orchestration
-from orchestration.approval import approval_record
-from orchestration.authoring import PlanAuthor, claim, ref
 from orchestration.errors import RunRefusedError
-from orchestration.execution import PlanRunInput, RunSettings
+from orchestration.plan.authoring import PlanAuthor, claim, ref
+from orchestration.review.approval import approval_record
 from orchestration.run.expand import expand_log
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
+from orchestration.run.messages import PlanRunInput, RunSettings
 from orchestration.store import SqlitePlanStore
 from orchestration.types import StringField
 from workers.devserver import DevServer

@@ -8,11 +8,11 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
-from orchestration.approval import approval_record
-from orchestration.encoding import NodeRef
-from orchestration.execution import PlanRunInput, PlanRunResult
+from orchestration.plan.encoding import NodeRef
+from orchestration.review.approval import approval_record
+from orchestration.review.signing import sign_approval
 from orchestration.run.expand import expand_log
-from orchestration.signing import sign_approval
+from orchestration.run.messages import PlanRunInput, PlanRunResult
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, approve_into
 from orchestration.types import ApprovalRecord, NodeEntered, RawPlanView, RunEvent, StringField

@@ -29,8 +29,8 @@ import pytest_asyncio
 from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 
-from orchestration.execution import RunSettings, RunStatus, workflow_id_for
 from orchestration.run.log import started_build
+from orchestration.run.messages import RunSettings, RunStatus, workflow_id_for
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import RawPlanView, StringField

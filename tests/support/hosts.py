@@ -30,7 +30,7 @@ async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
     """Replay every execution of the run's last chain in the real sandbox (nondeterminism fails)."""
     from temporalio.worker import Replayer
 
-    from orchestration.execution import workflow_id_for
+    from orchestration.run.messages import workflow_id_for
     from workers.worker import sandbox_runner
     from workflows.externs import RunServices
     from workflows.plan_run import PlanRun

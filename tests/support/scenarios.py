@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from orchestration.contracts import BranchVerdict, PredicateContext
-from orchestration.encoding import NodeRef
-from orchestration.execution import RetrySettings, RunSettings
+from orchestration.plan.encoding import NodeRef
 from orchestration.predicates.structured import StructuredCell
-from orchestration.routes import BranchId, EdgeSegment, frame_key
+from orchestration.run.messages import RetrySettings, RunSettings
+from orchestration.run.routes import BranchId, EdgeSegment, frame_key
 from orchestration.testing import PlanSketch
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.contracts import BranchVerdict, PredicateContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     BranchNode,
     NumberField,

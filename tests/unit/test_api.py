@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.api import FreezeOverrides, Orchestration, create_orchestration
 from orchestration.store.memory import MemoryPlanStore
+from orchestration.tools.allowlist import ToolAllowlist
 from orchestration.types import StringField
 
 from .validation.helpers import TOOLS, FakeCell, author, call, every_kind_ops

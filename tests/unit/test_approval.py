@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from orchestration.api import Orchestration, create_orchestration
-from orchestration.approval import (
+from orchestration.plan.authoring import claim
+from orchestration.review.approval import (
     ApprovalOk,
     ApprovalRefused,
     approval_record,
@@ -17,7 +18,6 @@ from orchestration.approval import (
     check_approval,
     describe_claim,
 )
-from orchestration.authoring import claim
 from orchestration.store.memory import MemoryPlanStore
 from orchestration.types import ApprovalRecord, AuthorityClaim
 

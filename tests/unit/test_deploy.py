@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from orchestration.cli.common import load_object
-from orchestration.toolbox import Toolbox
+from orchestration.tools.toolbox import Toolbox
 from workers.__main__ import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.diagram import plan_dot, plan_mermaid
-from orchestration.encoding import NodeRef
+from orchestration.plan.encoding import NodeRef
+from orchestration.review.diagram import plan_dot, plan_mermaid
 from orchestration.testing import PlanSketch, run_in_process
 from orchestration.types import RawPlanView, StringField
 

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration.graph import (
+from orchestration.plan.graph import (
     DominatorTree,
     PlanGraph,
     acyclic_immediate_dominators,

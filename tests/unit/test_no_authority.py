@@ -12,8 +12,8 @@ from collections.abc import Callable
 import pytest
 
 from orchestration.api import create_orchestration
-from orchestration.approval import ApprovalOk, approval_record
-from orchestration.authoring import PlanAuthor, claim, ref
+from orchestration.plan.authoring import PlanAuthor, claim, ref
+from orchestration.review.approval import ApprovalOk, approval_record
 from orchestration.store.memory import MemoryPlanStore
 from orchestration.testing import FakeToolbox, run_in_process
 from orchestration.types import AddNodeOp, ArtifactHandle, CallNode, PlanOp, StringField
@@ -120,7 +120,7 @@ async def test_strict_authority_refuses_the_freeze_naming_the_fix() -> None:
 @pytest.mark.asyncio
 async def test_a_freeze_override_cannot_relax_strict_authority() -> None:
     """The strict setting is the deployment's: a per-freeze override keeps it."""
-    from orchestration.validation import FreezeInputs
+    from orchestration.review.validation import FreezeInputs
 
     store = MemoryPlanStore()
     orch = await create_orchestration(store=store, invocable=TOOLS, strict_authority=True)

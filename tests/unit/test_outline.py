@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.outline import UnknownSliceError, plan_outline, plan_slice
+from orchestration.review.outline import UnknownSliceError, plan_outline, plan_slice
 
 from .validation.helpers import author, call, check, every_kind_ops, fold
 

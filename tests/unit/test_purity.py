@@ -11,23 +11,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 PURE = [
-    "orchestration.engine",
-    "orchestration.engine_events",
-    "orchestration.engine_plan",
-    "orchestration.engine_state",
-    "orchestration.engine_types",
-    "orchestration.runs",
-    "orchestration.resolve",
-    "orchestration.run_input",
-    "orchestration.tables",
+    "orchestration.run.engine.machine",
+    "orchestration.run.engine.builders",
+    "orchestration.run.engine.compiled",
+    "orchestration.run.engine.state",
+    "orchestration.run.engine.results",
+    "orchestration.run.fold",
+    "orchestration.run.resolve",
+    "orchestration.run.inputs",
+    "orchestration.run.tables",
     "orchestration.predicates.structured",
     # the CEL cell is evaluated inside workflow code
     "orchestration.predicates.cel",
     "orchestration.predicates.snapshot",
-    "orchestration.routes",
-    "orchestration.encoding",
+    "orchestration.run.routes",
+    "orchestration.plan.encoding",
     "orchestration.types",
-    "orchestration.ops",
+    "orchestration.plan.ops",
 ]
 
 FORBIDDEN = [

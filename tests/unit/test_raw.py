@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.raw import diff_views, raw_diff, raw_ops, raw_plan
+from orchestration.plan.raw import diff_views, raw_diff, raw_ops, raw_plan
 from orchestration.store.memory import MemoryPlanStore
 from orchestration.types import JoinNode
 

@@ -6,8 +6,8 @@ import asyncio
 
 import jsonschema
 
-from orchestration.reasoning import MAX_FEEDBACK_ERRORS, SUBMIT_TOOL, reason, schema_errors
 from orchestration.testing import NoToolCall, Refusal, ScriptedReasoner, example_for_schema
+from orchestration.tools.reasoning import MAX_FEEDBACK_ERRORS, SUBMIT_TOOL, reason, schema_errors
 
 SCHEMA = {
     "type": "object",

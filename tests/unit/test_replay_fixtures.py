@@ -11,7 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from orchestration.run.expand import expand_log
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
 from workers.worker import sandbox_runner
 from workflows.externs import RunServices
 from workflows.plan_run import PlanRun

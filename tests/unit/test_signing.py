@@ -11,9 +11,9 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
-from orchestration.approval import approval_record, canonical_record
-from orchestration.encoding import canonical_digest
-from orchestration.signing import (
+from orchestration.plan.encoding import canonical_digest
+from orchestration.review.approval import approval_record, canonical_record
+from orchestration.review.signing import (
     SigningKeyError,
     key_id,
     load_private_key,

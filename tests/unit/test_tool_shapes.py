@@ -8,10 +8,10 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from orchestration.allowlist import ToolAllowlist
-from orchestration.contracts import DescribedTools
-from orchestration.tool_shapes import ToolShape, describe_schema
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.allowlist import ToolAllowlist
+from orchestration.tools.contracts import DescribedTools
+from orchestration.tools.shapes import ToolShape, describe_schema
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import EnumField, NumberField, StringField
 
 

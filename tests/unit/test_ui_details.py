@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from orchestration.diagram import plan_mermaid
-from orchestration.render import render_plan
+from orchestration.review.diagram import plan_mermaid
+from orchestration.review.render import render_plan
+from orchestration.review.ui_details import DETAILS_BUDGET, run_details, run_summary
 from orchestration.testing import PlanSketch
 from orchestration.types import RawPlanView, StringField
-from orchestration.ui_details import DETAILS_BUDGET, run_details, run_summary
 
 
 def chain(length: int, *, text: str = "x", name: str = "step") -> RawPlanView:

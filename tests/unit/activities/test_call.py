@@ -11,9 +11,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.frames import FrameActivities
-from orchestration.execution import CallRequest
+from orchestration.run.messages import CallRequest
 from orchestration.run.work import FrameWork
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
     AuthorityClaim,

@@ -19,17 +19,17 @@ from orchestration.artifacts import (
     SpooledJsonArtifact,
     SpooledMarkdownArtifact,
 )
-from orchestration.execution import (
+from orchestration.predicates import LuaCell
+from orchestration.run.messages import (
     CallRequest,
     EvaluateRequest,
     ReasonRequest,
     TransformRequest,
 )
-from orchestration.predicates import LuaCell
-from orchestration.routes import BranchId
+from orchestration.run.routes import BranchId
 from orchestration.run.work import FrameWork
 from orchestration.testing import ScriptedReasoner
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
     BranchDefinition,

@@ -13,8 +13,8 @@ from activities.reasoners import (
     reasoner_from_env,
 )
 from orchestration.errors import ReasonerRejectedError, ReasonerUnavailableError
-from orchestration.reasoning import Reasoner, ReasonOutcome, reason
 from orchestration.testing import ScriptedReasoner
+from orchestration.tools.reasoning import Reasoner, ReasonOutcome, reason
 
 from .fake_providers import (
     FakeProvider,

@@ -15,7 +15,7 @@ from orchestration.cli.labels import (
     last_edge,
     seconds_between,
 )
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
 from orchestration.types import EdgeTaken, FrameRef, NodeEntered
 from tests.unit.cli.runs import FAN_DIAMOND, events_of
 

@@ -9,7 +9,7 @@ import pytest
 
 from orchestration.cli.labels import format_duration
 from orchestration.cli.progress import ProgressLines, describe_events, describe_run
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
 from orchestration.types import RunEvent
 from tests.unit.cli.runs import FAN_DIAMOND, events_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from orchestration.authoring import PlanAuthor, claim, ref
+from orchestration.plan.authoring import PlanAuthor, claim, ref
 from orchestration.types import NumberField, PlanOp, StringField
 
 

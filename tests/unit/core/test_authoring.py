@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.authoring import PlanAuthor, ref
-from orchestration.ops import fold_ops
+from orchestration.plan.authoring import PlanAuthor, ref
+from orchestration.plan.ops import fold_ops
 from orchestration.types import CallNode
 
 from .plans import diamond_ops, fixed_author

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from orchestration.encoding import (
+from orchestration.errors import UndecodableValueError, UnencodableValueError
+from orchestration.plan.encoding import (
     NodeRef,
     ParamRef,
     decode,
@@ -21,8 +22,7 @@ from orchestration.encoding import (
     to_json_value,
     validate_value,
 )
-from orchestration.errors import UndecodableValueError, UnencodableValueError
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
 from orchestration.types import ArgValue, CallDefinition
 
 scalars = st.one_of(
@@ -209,7 +209,7 @@ def test_noderef_is_immutable_and_hashable() -> None:
 
 def test_infinity_in_a_plan_folds_and_digests() -> None:
     """Infinities (whose bytes look like a NaN's prefix) are legal staged values in a plan."""
-    from orchestration.ops import fold_ops
+    from orchestration.plan.ops import fold_ops
 
     from .plans import diamond_ops, fixed_author
 

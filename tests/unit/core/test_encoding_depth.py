@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from orchestration.encoding import (
+from orchestration.errors import UnencodableValueError
+from orchestration.plan.encoding import (
     _STRICT_OPTS,
     JSON_CHUNK_DEPTH,
     MAX_DEPTH,
@@ -25,7 +26,6 @@ from orchestration.encoding import (
     to_json_value,
     validate_value,
 )
-from orchestration.errors import UnencodableValueError
 
 
 def nested(levels: int, leaf: Any = 1) -> Any:

@@ -11,9 +11,9 @@ import textwrap
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration.authoring import ref
-from orchestration.encoding import NodeRef
-from orchestration.ops import fold_ops, plan_digest
+from orchestration.plan.authoring import ref
+from orchestration.plan.encoding import NodeRef
+from orchestration.plan.ops import fold_ops, plan_digest
 from orchestration.types import (
     DEFAULT_PLAN_BOUNDS,
     AddNodeOp,
@@ -231,7 +231,7 @@ def test_digest_is_the_same_in_other_processes() -> None:
     script = textwrap.dedent(
         """
         import datetime as dt, re
-        from orchestration.ops import fold_ops
+        from orchestration.plan.ops import fold_ops
         from tests.unit.core.plans import diamond_ops, fixed_author
         a = fixed_author(start=100)
         ops = diamond_ops() + [a.set_field("report", "args.meta", {"tags": {"x", "y", "z"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment, branch_key, frame_key
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment, branch_key, frame_key
 
 tricky = st.text(alphabet="e j:()0123456789ab>", min_size=0, max_size=6)
 segments = st.one_of(

@@ -8,8 +8,8 @@ from typing import Any
 
 import jsonschema
 
-from orchestration.approval import approval_record
-from orchestration.execution import PlanRef, PlanRunInput, RunSettings
+from orchestration.review.approval import approval_record
+from orchestration.run.messages import PlanRef, PlanRunInput, RunSettings
 from orchestration.schema import default_schema_path, export_schema, schema_text
 from orchestration.testing import PlanSketch
 

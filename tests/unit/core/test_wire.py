@@ -8,8 +8,8 @@ import json
 
 from pydantic import TypeAdapter
 
-from orchestration.encoding import NodeRef
-from orchestration.ops import fold_ops
+from orchestration.plan.encoding import NodeRef
+from orchestration.plan.ops import fold_ops
 from orchestration.testing import FakeToolbox, PlanSketch, run_in_process
 from orchestration.types import (
     PlanOp,

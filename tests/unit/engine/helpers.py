@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from orchestration.engine import Decided, Dispatch, RunEngine, SettleResult, Succeeded
 from orchestration.predicates.structured import StructuredCell
-from orchestration.routes import branch_key
+from orchestration.run.engine.machine import Decided, Dispatch, RunEngine, SettleResult, Succeeded
 from orchestration.run.expand import LogExpander
 from orchestration.run.log import LogEntry
+from orchestration.run.routes import branch_key
 from orchestration.types import (
     EdgeTaken,
     FrameRef,

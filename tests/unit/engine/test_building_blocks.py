@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration import engine_events as build
-from orchestration.encoding import NodeRef
-from orchestration.resolve import MISSING, read_path, resolve_ref
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment
-from orchestration.tables import Table
+from orchestration.plan.encoding import NodeRef
+from orchestration.run.engine import builders as build
+from orchestration.run.resolve import MISSING, read_path, resolve_ref
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.run.tables import Table
 from orchestration.types import (
     EdgeTaken,
     EdgeTakenRecord,

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from orchestration.contracts import BranchVerdict, PredicateContext, SelectVerdict
-from orchestration.encoding import NodeRef
-from orchestration.engine import (
+from orchestration.errors import EngineStateError, MalformedRunLogError, UnrunnablePlanError
+from orchestration.plan.encoding import NodeRef
+from orchestration.run.checkpoint import Checkpoint
+from orchestration.run.engine.machine import (
     Decided,
     Dispatch,
     Failed,
@@ -18,11 +19,9 @@ from orchestration.engine import (
     Skipped,
     Succeeded,
 )
-from orchestration.errors import EngineStateError, MalformedRunLogError, UnrunnablePlanError
-from orchestration.run.checkpoint import Checkpoint
 from orchestration.run.expand import expand_log
+from orchestration.run.fold import fold_run
 from orchestration.run.log import LogArrive
-from orchestration.runs import fold_run
 from orchestration.testing import (
     Attempts,
     FakeToolbox,
@@ -30,6 +29,7 @@ from orchestration.testing import (
     PlanSketch,
     run_in_process,
 )
+from orchestration.tools.contracts import BranchVerdict, PredicateContext, SelectVerdict
 from orchestration.types import (
     ArtifactHandle,
     BooleanField,
@@ -540,7 +540,7 @@ def test_driver_stops_when_asked_and_records_a_clean_log() -> None:
 
 def test_indeterminate_action_never_repeats_an_unsafe_call() -> None:
     """skip skips; retry repeats only replay-safe calls; anything else halts for an operator."""
-    from orchestration.engine import indeterminate_action
+    from orchestration.run.engine.machine import indeterminate_action
     from orchestration.types import CallDefinition, CallNode, JoinNode
 
     def call(policy: str, safe: bool) -> CallNode:

@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from orchestration.encoding import NodeRef
-from orchestration.engine import Decided, Dispatch, Failed, SettleResult, Succeeded
+from orchestration.plan.encoding import NodeRef
 from orchestration.predicates.structured import StructuredCell
+from orchestration.run.engine.machine import Decided, Dispatch, Failed, SettleResult, Succeeded
 from orchestration.run.expand import project_log
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
 from orchestration.testing import PlanSketch
 from orchestration.types import (
     BooleanField,

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from orchestration.encoding import NodeRef
-from orchestration.engine import Dispatch, Failed, SettleResult, Succeeded
 from orchestration.errors import InvalidRunInputError
-from orchestration.runs import fold_run
+from orchestration.plan.encoding import NodeRef
+from orchestration.run.engine.machine import Dispatch, Failed, SettleResult, Succeeded
+from orchestration.run.fold import fold_run
 from orchestration.testing import FakeToolbox, PlanSketch, run_in_process
 from orchestration.types import (
     BooleanField,

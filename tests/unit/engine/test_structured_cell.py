@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from orchestration.contracts import BranchVerdict, PredicateContext, PredicateEvaluator
 from orchestration.predicates import (
     MAX_PREDICATE_DEPTH,
     StructuredCell,
     evaluate_predicate,
     parse_structured_predicate,
 )
-from orchestration.routes import BranchId
+from orchestration.run.routes import BranchId
+from orchestration.tools.contracts import BranchVerdict, PredicateContext, PredicateEvaluator
 from orchestration.types import (
     BranchDefinition,
     BranchNode,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.api import Orchestration, create_orchestration
 from orchestration.forge import ForgeTool, ToolResult
 from orchestration.store import MemoryPlanStore
+from orchestration.tools.allowlist import ToolAllowlist
 from tests.unit.templates.fixtures import TEMPLATES
 
 TOOLS = ToolAllowlist(["vet", "search", "notify", "upper", "stamp"])

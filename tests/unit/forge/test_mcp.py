@@ -8,7 +8,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
-from orchestration.mcp_server import build_mcp_server
+from orchestration.forge.mcp import build_mcp_server
 
 from .helpers import call_node, make_orch
 

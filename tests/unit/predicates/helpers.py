@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestration.contracts import PredicateContext
-from orchestration.routes import BranchId, EdgeSegment
+from orchestration.run.routes import BranchId, EdgeSegment
+from orchestration.tools.contracts import PredicateContext
 from orchestration.types import (
     BranchDefinition,
     BranchNode,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from orchestration.contracts import BranchVerdict, SelectVerdict
 from orchestration.predicates import CelCell
+from orchestration.tools.contracts import BranchVerdict, SelectVerdict
 
 from .helpers import branch, context, select
 

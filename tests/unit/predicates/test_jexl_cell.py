@@ -10,10 +10,10 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.frames import FrameActivities
-from orchestration.contracts import BranchVerdict, ReadingEvaluator
-from orchestration.execution import EvaluateRequest
 from orchestration.predicates import JexlCell, PredicateLimitExceeded
+from orchestration.run.messages import EvaluateRequest
 from orchestration.run.work import FrameWork
+from orchestration.tools.contracts import BranchVerdict, ReadingEvaluator
 from orchestration.types import NumberField, StringField
 from workers.worker import default_cells
 

@@ -16,9 +16,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.frames import FrameActivities
-from orchestration.execution import EvaluateRequest
 from orchestration.predicates import LuaCell, LuaMemoryExceeded, PredicateLimitExceeded
-from orchestration.routes import BranchId
+from orchestration.run.messages import EvaluateRequest
+from orchestration.run.routes import BranchId
 from orchestration.run.work import FrameWork
 from orchestration.types import BranchDefinition, BranchNode, FrameRef
 
@@ -123,7 +123,7 @@ def test_the_evaluate_activity_fails_a_bomb_at_once_and_non_retryably() -> None:
 
 def test_a_cell_with_no_time_limit_of_its_own_is_not_waited_for_past_the_deadline() -> None:
     """A consumer's cell that never answers fails non-retryably before the activity's timeout."""
-    from orchestration.contracts import BranchVerdict
+    from orchestration.tools.contracts import BranchVerdict
 
     class Stuck:
         id = "stuck"

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from orchestration.contracts import BranchVerdict, SelectVerdict
 from orchestration.predicates import LuaCell, LuaMemoryExceeded, PredicateLimitExceeded
+from orchestration.tools.contracts import BranchVerdict, SelectVerdict
 
 from .helpers import branch, context, select
 

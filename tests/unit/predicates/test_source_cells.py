@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from orchestration.contracts import BranchVerdict, ExplainingEvaluator, SelectVerdict
 from orchestration.predicates import (
     CelCell,
     JexlCell,
     LuaCell,
     PredicateLimitExceeded,
 )
+from orchestration.tools.contracts import BranchVerdict, ExplainingEvaluator, SelectVerdict
 
 from .helpers import branch, context, select
 

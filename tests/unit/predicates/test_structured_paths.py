@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from orchestration.api import create_orchestration
-from orchestration.contracts import BranchVerdict, ExplainingEvaluator, ReadingEvaluator
 from orchestration.predicates import StructuredCell, parse_structured_predicate
 from orchestration.predicates.evidence import MAX_CHECKS
-from orchestration.routes import BranchId, EdgeSegment
+from orchestration.run.routes import BranchId, EdgeSegment
 from orchestration.store.memory import MemoryPlanStore
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, run_in_process
+from orchestration.tools.contracts import BranchVerdict, ExplainingEvaluator, ReadingEvaluator
 from orchestration.types import (
     NodeOutput,
     NumberField,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestration.contracts import BranchVerdict, SelectVerdict
 from orchestration.predicates import CelCell, JexlCell, LuaCell
 from orchestration.predicates.verdicts import safe_verdict, select_verdict
+from orchestration.tools.contracts import BranchVerdict, SelectVerdict
 
 from .helpers import branch, context, select
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.api import create_orchestration
-from orchestration.encoding import NodeRef
-from orchestration.engine import Failed
 from orchestration.errors import RunNotFoundError
-from orchestration.render import describe_interruption, render_plan
-from orchestration.routes import BranchId, EdgeSegment, frame_key
-from orchestration.runs import fold_run
+from orchestration.plan.encoding import NodeRef
+from orchestration.review.render import describe_interruption, render_plan
+from orchestration.run.engine.machine import Failed
+from orchestration.run.fold import fold_run
+from orchestration.run.routes import BranchId, EdgeSegment, frame_key
 from orchestration.store.memory import MemoryPlanStore
 from orchestration.testing import FakeToolbox, PlanSketch, run_in_process
+from orchestration.tools.allowlist import ToolAllowlist
 from orchestration.types import (
     AuthorityClaim,
     AuthorityRevoked,

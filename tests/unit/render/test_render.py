@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestration.authoring import ref
-from orchestration.encoding import NodeRef
-from orchestration.ops import plan_digest
-from orchestration.raw import diff_views
-from orchestration.render import describe_ref, format_value, render_diff, render_plan
+from orchestration.plan.authoring import ref
+from orchestration.plan.encoding import NodeRef
+from orchestration.plan.ops import plan_digest
+from orchestration.plan.raw import diff_views
+from orchestration.review.render import describe_ref, format_value, render_diff, render_plan
 from orchestration.testing import PlanSketch
 from orchestration.types import CloneProvenance, StringField, TemplateProvenance
 

@@ -10,14 +10,14 @@ import pytest
 
 from orchestration.api import create_orchestration
 from orchestration.errors import RunRefusedError
-from orchestration.execution import workflow_id_for
 from orchestration.run.expand import expand_log
+from orchestration.run.fold import fold_run
 from orchestration.run.host import InProcessRuns
+from orchestration.run.messages import workflow_id_for
 from orchestration.run.work import FrameWork
-from orchestration.runs import fold_run
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, approve_into
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import StringField
 from tests.support.scenarios import SETTINGS
 

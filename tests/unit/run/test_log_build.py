@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestration.engine import RunEngine
+from orchestration.run.engine.machine import RunEngine
 from orchestration.run.expand import expand_log
 from orchestration.run.log import LOG_ADAPTER, LogStart, started_build
 from orchestration.testing import PlanSketch

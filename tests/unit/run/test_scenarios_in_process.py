@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestration.run.expand import expand_log, project_log
-from orchestration.runs import fold_run
+from orchestration.run.fold import fold_run
 from tests.support.hosts import InProcessHost
 from tests.support.scenarios import SCENARIOS
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestration.ops import fold_ops
+from orchestration.plan.ops import fold_ops
 from orchestration.store import AppendOk, PlanStore
 from tests.unit.store._writer import op as writer_op
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from orchestration.encoding import canonical_digest
-from orchestration.ops import fold_ops
+from orchestration.plan.encoding import canonical_digest
+from orchestration.plan.ops import fold_ops
 from orchestration.run.log import LogStart
 from orchestration.store import (
     ClaimOk,

@@ -29,7 +29,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from orchestration.encoding import NodeRef
+from orchestration.plan.encoding import NodeRef
 from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
 from orchestration.store import (
     CreateOk,

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestration.encoding import NodeRef, canonical_digest
+from orchestration.plan.encoding import NodeRef, canonical_digest
 from orchestration.store import AppendOk, AppendRefused, MemoryPlanStore, PlanStore
 from orchestration.store.postgres import PostgresPlanStore
 from orchestration.store.sqlite import SqlitePlanStore

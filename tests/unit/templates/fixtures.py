@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestration.allowlist import ToolAllowlist
-from orchestration.authoring import claim, ref
-from orchestration.encoding import ParamRef
+from orchestration.plan.authoring import claim, ref
+from orchestration.plan.encoding import ParamRef
 from orchestration.templates import PlanTemplate, TemplateNode
+from orchestration.tools.allowlist import ToolAllowlist
 from orchestration.types import (
     BooleanField,
     EnumField,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestration.api import create_orchestration
-from orchestration.encoding import ParamRef
+from orchestration.plan.encoding import ParamRef
 from orchestration.store import MemoryPlanStore
 from orchestration.templates import InvalidTemplateError, PlanTemplate, TemplateNode
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from orchestration.api import Orchestration, create_orchestration
-from orchestration.encoding import NodeRef, ParamRef
+from orchestration.plan.encoding import NodeRef, ParamRef
 from orchestration.store import MemoryPlanStore
 from orchestration.templates import InstantiateOk, InstantiateRefused
 from orchestration.types import (

@@ -11,16 +11,17 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.artifacts import SpooledJsonArtifact
-from orchestration.authoring import PlanAuthor, claim
-from orchestration.contracts import (
+from orchestration.plan.authoring import PlanAuthor, claim
+from orchestration.plan.ops import fold_ops
+from orchestration.review.validation import FreezeInputs, validate
+from orchestration.tools.allowlist import ToolAllowlist
+from orchestration.tools.contracts import (
     BranchVerdict,
     PredicateContext,
     PredicateVerdict,
     SelectVerdict,
 )
-from orchestration.ops import fold_ops
 from orchestration.types import (
     BranchNode,
     PlanIssue,
@@ -29,7 +30,6 @@ from orchestration.types import (
     SelectNode,
     StringField,
 )
-from orchestration.validation import FreezeInputs, validate
 
 TOOLS = ToolAllowlist.of(
     text=["web.fetch", "text.upper", "text.lower", "mail.send", "files.write"],
@@ -150,7 +150,7 @@ def only(issues: Sequence[PlanIssue], code: str) -> PlanIssue:
 
 def route(*segments: str | tuple[str, tuple[str, ...]]) -> Any:
     """A BranchId from edge ids and ``(join, of)`` pairs."""
-    from orchestration.routes import BranchId, EdgeSegment, JoinSegment
+    from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
 
     return BranchId(
         segments=tuple(
@@ -169,7 +169,7 @@ SCHEMA = (
 def every_kind_ops(a: PlanAuthor | None = None) -> list[PlanOp]:
     """A valid plan using every node kind: fan-out, diamond join, reason, branch, transform,
     select with several cases, an error edge, phases, and post-join references by route."""
-    from orchestration.authoring import ref, text
+    from orchestration.plan.authoring import ref, text
     from orchestration.types import BooleanField, EnumField, NumberField
 
     a = a or author()

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.api import create_orchestration
-from orchestration.authoring import PlanAuthor, claim, ref, text
+from orchestration.plan.authoring import PlanAuthor, claim, ref, text
 from orchestration.store.memory import MemoryPlanStore
-from orchestration.toolbox import Toolbox, ToolContext
+from orchestration.tools.allowlist import ToolAllowlist
+from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import EnumField, NumberField, PlanOp, StringField
 from workers.example_tools import TOOLBOX
 

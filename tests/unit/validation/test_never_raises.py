@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration.encoding import NodeRef
-from orchestration.outline import plan_outline
-from orchestration.raw import diff_views
-from orchestration.render import render_plan
-from orchestration.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.plan.encoding import NodeRef
+from orchestration.plan.raw import diff_views
+from orchestration.review.outline import plan_outline
+from orchestration.review.render import render_plan
+from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
 from orchestration.types import (
     AddEdgeOp,
     AddNodeOp,

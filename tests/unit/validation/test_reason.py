@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestration.authoring import text
+from orchestration.plan.authoring import text
 
 from .helpers import SCHEMA, author, check, only
 

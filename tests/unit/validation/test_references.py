@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestration.authoring import ref, text
+from orchestration.plan.authoring import ref, text
 from orchestration.types import EnumField, StringField
 
 from .helpers import SCHEMA, author, call, check, codes, only, route

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestration.authoring import PlanAuthor
+from orchestration.plan.authoring import PlanAuthor
 from orchestration.types import PlanEdge, PlanOp, RawPlanView
 
 from .helpers import FakeCell, author, call, check, check_view, codes, fold, only

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from orchestration.allowlist import ToolAllowlist
 from orchestration.artifacts import (
     SpooledJsonArtifact,
     SpooledMarkdownArtifact,
     effective_tool_methods,
 )
-from orchestration.authoring import ref
+from orchestration.plan.authoring import ref
+from orchestration.tools.allowlist import ToolAllowlist
 from orchestration.types import StringField
 
 from .helpers import author, call, check, only

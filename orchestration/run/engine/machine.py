@@ -1,0 +1,1182 @@
+"""The sans-IO run engine: a pure state machine that walks a frozen plan, one settlement at a time.
+
+A host drives it: the Temporal workflow in production, the in-process host in library use and
+tests. The host asks for ready work (:meth:`RunEngine.ready`), runs it however it likes
+(activities, concurrently), and hands each result back (:meth:`RunEngine.settle`) in whatever
+order results arrive. The engine answers with the run's compact log (:meth:`RunEngine.drain`,
+see :mod:`orchestration.run.log`) and the next ready work. It performs no I/O, reads no clock
+(every method that records takes ``at``), draws no randomness, and iterates only lists and
+insertion-ordered dicts, so the same calls in the same order produce the same log in every
+process: what a workflow replay needs.
+
+Invariants it protects:
+
+* **Constant work per step.** A frame's route is interned (:class:`~orchestration.run.routes.Route`:
+  its parent's route plus one segment), its tables are persistent maps keyed by frame number
+  (:class:`~orchestration.run.tables.FrameTable`), and every log entry names frames by number. No
+  step copies a route, renders a branch key longer than a short name, or copies a table, so a
+  chain of any depth costs the same per step.
+* **Frames and routes.** A frame is one execution of one node, identified by the route that
+  reached it; a route grows by one edge segment per edge, and a join's merged frame has its
+  fork frame's route plus ``{join, of}``. Contract keys (``<nodeId>:<branchKey>``) are
+  injective, so no frame's output can overwrite another's.
+* **Branch-local tables.** Each frame sees the outputs (and artifact handles) of its own route
+  only. A fan-out hands every successor the same table object.
+* **Commit protocol.** ``enter`` is recorded before a frame is handed out; a settlement is one
+  batch ``settle`` + ``edge``* (+ ``snapshot`` when a barrier changed); an unhandled failure is
+  ``settle`` alone; the end is ``interrupt``? + ``end``. With a window of one the order is the
+  reference's sequential order.
+* **Edge firing.** On success every applicable edge fires exactly once, duplicates included;
+  ``default`` only when nothing else fired; ``always`` never for a branch, select or failure; a
+  failure fires only ``error`` edges, and with none the run ends.
+* **Joins are engine state.** A barrier is keyed by the join and the arriving route's ancestor
+  at the join's fork (its immediate dominator; a fork at the entry is the entry's frame),
+  closes when ``required`` distinct ``(edge, route)`` arrivals have landed (repeats are
+  idempotent), and settles once under the merged identity with the union of the arrivals'
+  tables. A barrier that no live frame can still reach is ``join_unsatisfiable`` at once: each
+  barrier counts the live frames in its region that descend from its fork frame.
+* **Budgets.** ``maxSteps`` counts node entries (join arrivals and the entry included; a retry
+  of an entered frame is not a new entry); at most ``min(maxConcurrentFrames, max_in_flight)``
+  frames are in flight.
+* **Graceful ends.** Once a cause to end is known (an unhandled failure, the budget, an
+  unsatisfiable join, a stop), nothing new starts; frames already in flight still settle and
+  are recorded, then ``interrupt`` + ``end`` close the log. The first cause wins.
+
+``fold_run(expand_log(log))`` is the run's projection at every point of the log (a property
+test holds the engine to it).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
+
+from pydantic import ValidationError
+
+from orchestration.errors import EngineStateError, UnencodableValueError
+from orchestration.plan.encoding import validate_value
+from orchestration.run.engine.builders import (
+    log_edge,
+    log_enter,
+    log_settle,
+    node_output,
+    output_item,
+)
+from orchestration.run.engine.compiled import CompiledPlan, Hop
+from orchestration.run.engine.results import (
+    Decided,
+    Dispatch,
+    Failed,
+    SettleResult,
+    Skipped,
+    Succeeded,
+)
+from orchestration.run.engine.state import Barrier, Frame, Items
+from orchestration.run.inputs import check_run_input
+from orchestration.run.log import (
+    LogArrive,
+    LogEnd,
+    LogEntry,
+    LogInterrupt,
+    LogMerge,
+    LogSnapshot,
+    LogStart,
+)
+from orchestration.run.resolve import MissingValue, entry_for, resolve_args, resolve_prompt
+from orchestration.run.routes import Route
+from orchestration.tools.contracts import PredicateContext
+
+if TYPE_CHECKING:
+    from orchestration.run.checkpoint import Checkpoint
+from orchestration.run.tables import FrameEntry, FrameTable
+from orchestration.types import (
+    ArtifactHandle,
+    BudgetExhausted,
+    CallNode,
+    EntryNode,
+    ErrorInfo,
+    InterruptionCause,
+    JoinUnsatisfiable,
+    NodeFailed,
+    NodeOutput,
+    OutputItem,
+    OutputSchemaViolation,
+    PlanNode,
+    PredicateUnevaluatable,
+    RawPlanView,
+    ReasonNode,
+    TransformNode,
+    Verdict,
+)
+
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT",
+    "Decided",
+    "Dispatch",
+    "Failed",
+    "RunEngine",
+    "SettleResult",
+    "Skipped",
+    "Succeeded",
+    "indeterminate_action",
+    "outcome_for",
+]
+
+DEFAULT_MAX_IN_FLIGHT = 1000
+"""The host's own cap on frames in flight; Temporal wedges a workflow past 2,000 pending."""
+
+Outcome = Literal["running", "completed", "halted", "aborted"]
+
+_HALTING = frozenset(
+    {"budget_exhausted", "join_unsatisfiable", "predicate_unevaluatable", "gate_timeout"}
+)
+_NO_OUTPUTS: FrameTable[Items] = FrameTable()
+_NO_ARTIFACTS: FrameTable[ArtifactHandle] = FrameTable()
+_ACTIVITY_KINDS = ("call", "reason", "transform")
+
+
+def indeterminate_action(node: PlanNode) -> Literal["retry", "skip", "halt"]:
+    """What a host does with a call whose outcome is unknown (it started, then lost contact).
+
+    ``skip`` settles it skipped; ``retry`` repeats it, but only when the tool is replay-safe:
+    a non-replay-safe call is never repeated without an operator's decision, so ``retry``
+    without ``replaySafe`` halts like ``halt`` does (freeze refuses that combination anyway).
+    Non-call frames hold no side effect and are simply retried.
+    """
+    if not isinstance(node, CallNode):
+        return "retry"
+    policy = node.definition.on_indeterminate
+    if policy == "skip":
+        return "skip"
+    if policy == "retry" and node.definition.replay_safe:
+        return "retry"
+    return "halt"
+
+
+def outcome_for(cause: InterruptionCause | None) -> Literal["completed", "halted", "aborted"]:
+    """How a run ends, by cause.
+
+    No cause completes; the plan's own content or bounds halt it (budget, unsatisfiable join,
+    unevaluatable predicate, gate timeout); a failure or an outside act aborts it (everything
+    else).
+    """
+    if cause is None:
+        return "completed"
+    return "halted" if cause.kind in _HALTING else "aborted"
+
+
+def _output_of(entry: FrameEntry) -> NodeOutput:
+    """An engine table entry as the contract's ``NodeOutput``."""
+    return node_output(cast(Items, entry.value), entry.route.branch_id())
+
+
+def _handle_of(entry: FrameEntry) -> ArtifactHandle:
+    return cast(ArtifactHandle, entry.value)
+
+
+class RunEngine:
+    """One run of one frozen plan, as a pure state machine.
+
+    Build it with :meth:`start`, :meth:`resume` or :meth:`refuse`; drive it with :meth:`ready`
+    and :meth:`settle`.
+
+    The typical host loop (a Temporal workflow; ``now()`` is ``workflow.now()`` as ISO-8601)::
+
+        engine = RunEngine.start(view, run_id, run_input, now())
+        record(engine.drain())
+        while not engine.done:
+            for d in engine.ready(now()):
+                start_activity(d, activity_id=d.key)       # or evaluate a branch/select
+            key, result = await next_settlement()          # Succeeded/Decided/Failed/Skipped
+            engine.settle(key, result, now())
+            record(engine.drain())
+
+    Frames handed out by :meth:`ready` must each be settled exactly once (or retried, or
+    interrupted). Results may come back in any order.
+    """
+
+    def __init__(
+        self,
+        plan: CompiledPlan,
+        run_id: str,
+        digest: str,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self._plan = plan
+        self.run_id = run_id
+        self.digest = digest
+        self._window = max(1, min(plan.max_concurrent, max_in_flight))
+        self._log: list[LogEntry] = []
+        self._next = 0
+        # Live frames (queued, in flight, or waiting to arrive at a join) by node id, then
+        # number: opening a barrier counts only the frames on its region's nodes.
+        self._live: dict[str, dict[int, Frame]] = {}
+        self._queue: deque[Frame] = deque()
+        self._running: dict[str, Frame] = {}
+        self._halted: dict[str, InterruptionCause] = {}
+        self._recovered: dict[str, None] = {}
+        self._barriers: dict[tuple[str, int], Barrier] = {}
+        # Open barriers by the region nodes they watch, and those no live frame can reach.
+        self._watch: dict[str, list[Barrier]] = {}
+        self._unreachable: dict[tuple[str, int], Barrier] = {}
+        self._joins_version = 0
+        self._snapshot_version = 0
+        self._steps = 0
+        self._draining: InterruptionCause | None = None
+        self._run_cause: InterruptionCause | None = None
+        self._outcome: Outcome = "running"
+
+    # ------------------------------------------------------------------------------------
+    # Construction
+    # ------------------------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        view: RawPlanView,
+        run_id: str,
+        run_input: Mapping[str, Any],
+        at: str,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        build: str | None = None,
+    ) -> RunEngine:
+        """Begin a run: check the plan and the input, then record the start and the entry.
+
+        Records ``start``, the entry frame's ``enter``, and its settlement (the whole input
+        object as the entry's one output item) with its edges.
+
+        Args:
+            view: The frozen plan.
+            run_id: The run's id (the plan's one run).
+            run_input: The run's input, checked against the entry's declared fields.
+            at: ISO-8601 time of the start.
+            max_in_flight: The host's cap on frames in flight (the plan's
+                ``maxConcurrentFrames`` applies too; the smaller wins).
+            build: The interpreter's build, recorded on ``start`` (see ``LogStart``).
+
+        Raises:
+            UnrunnablePlanError: the view has no single entry, a dangling edge or a cycle.
+            InvalidRunInputError: the input does not satisfy the entry's declared fields.
+                Both are raised before any entry exists.
+
+        """
+        plan = CompiledPlan(view)
+        entry = plan.entry
+        assert isinstance(entry, EntryNode)
+        check_run_input(entry.definition.input, run_input)
+        engine = cls(plan, run_id, view.digest, max_in_flight=max_in_flight)
+        engine._record(
+            LogStart(run_id=run_id, digest=view.digest, entry=entry.id, at=at, build=build)
+        )
+        engine._run_entry(dict(run_input), at, count_step=True)
+        engine._after(at)
+        return engine
+
+    @classmethod
+    def refuse(
+        cls,
+        run_id: str,
+        digest: str,
+        cause: InterruptionCause,
+        at: str,
+        *,
+        entry: str = "",
+        build: str | None = None,
+    ) -> RunEngine:
+        """A run that starts and ends before any node is entered (a ``deviation_abort``).
+
+        Records ``start`` (with the refusing interpreter's ``build``), ``interrupt{cause}`` and
+        ``end``. No plan is needed: a run is refused exactly when its plan cannot be trusted
+        or had.
+        """
+        engine = cls.__new__(cls)
+        engine.run_id = run_id
+        engine.digest = digest
+        engine._log = []
+        engine._next = 0
+        engine._steps = 0
+        engine._running = {}
+        engine._halted = {}
+        engine._recovered = {}
+        engine._draining = None
+        engine._outcome = "running"
+        engine._run_cause = None
+        engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at, build=build))
+        engine._finish(cause, at)
+        return engine
+
+    @classmethod
+    def resume(
+        cls,
+        view: RawPlanView,
+        log: Sequence[LogEntry],
+        *,
+        run_input: Mapping[str, Any] | None = None,
+        steps: int | None = None,
+        at: str | None = None,
+        reopen: bool = False,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> RunEngine:
+        """Rebuild an engine from a run's compact log, to continue it in this process.
+
+        From the frontier (the last ``snapshot`` advanced by the entries after it): frames never
+        entered are queued in order; an entered, unsettled frame of any kind but ``call`` is
+        queued to be entered again (not a new step); an entered, unsettled ``call`` is
+        *recovered*: its side effect may or may not have happened, so it waits in
+        :attr:`recovered` for the host's ``onIndeterminate`` decision (:meth:`retry`,
+        ``settle(key, Skipped())`` or :meth:`interrupt_frame`), unless the log shows it halted,
+        in which case it is :attr:`halted` again. Open barriers come back with their arrivals.
+        The new log starts empty; with ``at``, it opens with a ``snapshot``.
+
+        A log that ended (``end``) gives a settled engine, unless ``reopen``: then the run's
+        end and its cause are set aside and its frontier runs again (ruling 28's resume: an
+        aborted run goes on with the frames that never ran; a run halted by its budget halts
+        again at once).
+
+        Raises:
+            MalformedRunLogError: the log does not open with ``start``.
+            UnrunnablePlanError: the view cannot be walked, or the log names nodes it lacks.
+            EngineStateError: the entry never settled and no ``run_input`` (and ``at``) was
+                given.
+
+        """
+        from orchestration.run.restore import restore_from_log
+
+        plan = CompiledPlan(view)
+        state = restore_from_log(log, plan, reopen=reopen)
+        return cls._restored(plan, state, run_input, steps, at, max_in_flight)
+
+    @classmethod
+    def continued(
+        cls,
+        view: RawPlanView,
+        checkpoint: Checkpoint,
+        *,
+        at: str,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> RunEngine:
+        """Continue a run from a :class:`~orchestration.run.checkpoint.Checkpoint`.
+
+        What :meth:`checkpoint` took on the engine before continue-as-new; the new log opens
+        with a ``snapshot``.
+
+        Raises:
+            MalformedRunLogError: the checkpoint is inconsistent.
+            UnrunnablePlanError: the view cannot be walked or lacks a node the checkpoint names.
+
+        """
+        from orchestration.run.checkpoint import restore_checkpoint
+
+        plan = CompiledPlan(view)
+        state = restore_checkpoint(checkpoint, plan)
+        return cls._restored(plan, state, None, None, at, max_in_flight)
+
+    def checkpoint(self, at: str) -> Checkpoint:
+        """Record a ``snapshot`` and return what a continued execution needs to go on.
+
+        Raises:
+            EngineStateError: the run has settled, or frames are in flight (settle them
+                first: a checkpoint carries no work in progress).
+
+        """
+        from orchestration.run.checkpoint import make_checkpoint
+
+        if self.done or self._running:
+            raise EngineStateError(
+                "a checkpoint needs a run with nothing in flight; wait for the frames in "
+                "flight to settle"
+            )
+        self.snapshot(at)
+        return make_checkpoint(
+            self._plan,
+            run_id=self.run_id,
+            digest=self.digest,
+            next_frame=self._next,
+            steps=self._steps,
+            frames=self.live_frames(),
+            barriers=self.barriers(),
+        )
+
+    @classmethod
+    def _restored(
+        cls,
+        plan: CompiledPlan,
+        state: Any,
+        run_input: Mapping[str, Any] | None,
+        steps: int | None,
+        at: str | None,
+        max_in_flight: int,
+    ) -> RunEngine:
+        engine = cls(plan, state.run_id, state.digest, max_in_flight=max_in_flight)
+        engine._next = state.next_frame
+        engine._steps = state.steps if steps is None else steps
+        if state.outcome != "running":
+            engine._outcome = state.outcome
+            engine._run_cause = state.cause
+            return engine
+        for frame, entered in state.frames:
+            engine._restore_frame(frame, entered, state.halted)
+        for barrier in state.barriers:
+            engine._open_barrier(barrier)
+        if not state.entry_settled:
+            if run_input is None or at is None:
+                raise EngineStateError(
+                    "the log ends before the entry node settled; resume with run_input and at "
+                    "so the entry's output can be materialised"
+                )
+            entry = plan.entry
+            assert isinstance(entry, EntryNode)
+            check_run_input(entry.definition.input, run_input)
+            engine._next = max(engine._next, 1)
+            engine._run_entry(dict(run_input), at, count_step=not state.entry_entered)
+        elif at is not None:
+            engine._record(engine._snapshot_entry(at))
+        if at is not None:
+            engine._after(at)
+        return engine
+
+    def _restore_frame(
+        self, frame: Frame, entered: bool, halted: Mapping[int, InterruptionCause]
+    ) -> None:
+        self._add_live(frame)
+        if not entered:
+            self._queue.append(frame)
+            return
+        if frame.kind == "call":
+            dispatch = self._dispatch_for(frame)
+            if isinstance(dispatch, Dispatch):
+                frame.dispatch = dispatch
+                self._running[frame.ident] = frame
+                cause = halted.get(frame.number)
+                if cause is not None:
+                    self._halted[frame.ident] = cause
+                else:
+                    self._recovered[frame.ident] = None
+                return
+        frame.reentry = True
+        self._queue.append(frame)
+
+    # ------------------------------------------------------------------------------------
+    # Observation
+    # ------------------------------------------------------------------------------------
+
+    @property
+    def plan(self) -> CompiledPlan:
+        """The plan being walked."""
+        return self._plan
+
+    @property
+    def done(self) -> bool:
+        """Whether ``end`` has been recorded."""
+        return self._outcome != "running"
+
+    @property
+    def outcome(self) -> Outcome:
+        """``running`` until the run settles, then ``completed``, ``halted`` or ``aborted``."""
+        return self._outcome
+
+    @property
+    def interruption(self) -> InterruptionCause | None:
+        """The run's cause to end once recorded; else an unresolved halted frame's cause."""
+        if self._run_cause is not None:
+            return self._run_cause
+        if self._halted:
+            return next(reversed(self._halted.values()))
+        return None
+
+    @property
+    def stopping(self) -> InterruptionCause | None:
+        """The cause the run is ending with, while frames in flight still settle."""
+        return None if self.done else self._draining
+
+    @property
+    def steps(self) -> int:
+        """Node entries so far (the count ``maxSteps`` bounds)."""
+        return self._steps
+
+    @property
+    def next_frame(self) -> int:
+        """The number the next new frame will get."""
+        return self._next
+
+    @property
+    def window(self) -> int:
+        """How many frames may be in flight at once."""
+        return self._window
+
+    @property
+    def in_flight(self) -> tuple[str, ...]:
+        """Keys of the frames handed out and not yet settled, in dispatch order.
+
+        Empty once the run has settled (a halted frame left unsettled stays indeterminate in
+        the projection, but nothing is in flight any more).
+        """
+        return () if self.done else tuple(self._running)
+
+    @property
+    def halted(self) -> tuple[str, ...]:
+        """Keys of frames interrupted by :meth:`interrupt_frame` that await a decision.
+
+        Empty once the run is ending or has settled: a stop overrides every pending decision.
+        """
+        if self.done or self._draining is not None:
+            return ()
+        return tuple(self._halted)
+
+    @property
+    def recovered(self) -> tuple[Dispatch, ...]:
+        """Calls a resumed log shows entered and unsettled, awaiting the host's decision."""
+        if self.done:
+            return ()
+        out: list[Dispatch] = []
+        for key in self._recovered:
+            dispatch = self._running[key].dispatch
+            assert dispatch is not None
+            out.append(dispatch)
+        return tuple(out)
+
+    def dispatch_of(self, key: str) -> Dispatch | None:
+        """What was handed out for the in-flight frame ``key``, or ``None``."""
+        frame = self._running.get(key)
+        return None if frame is None else frame.dispatch
+
+    def drain(self) -> list[LogEntry]:
+        """Hand over the log entries recorded since the last drain, in order.
+
+        The engine keeps no copy: the host owns the log, so the engine's memory does not grow
+        with it.
+        """
+        new = self._log
+        self._log = []
+        return new
+
+    def live_frames(self) -> list[Frame]:
+        """Every live frame (queued, in flight, or parked at a barrier excluded), by number."""
+        return sorted(
+            (f for bucket in self._live.values() for f in bucket.values()),
+            key=lambda f: f.number,
+        )
+
+    def barriers(self) -> list[Barrier]:
+        """The open barriers, in the order they opened."""
+        return list(self._barriers.values())
+
+    def frontier_keys(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The frontier as the contract names it: live frame keys and barrier correlation keys.
+
+        Renders every key (O(depth) each): for inspection and tests, not for the hot path.
+        ``fold_run`` of the log so far gives the same two lists.
+        """
+        frames = tuple(f"{f.node_id}:{f.route.key}" for f in self.live_frames())
+        joins = tuple(f"{b.facts.node_id}@{b.prefix.key}" for b in self._barriers.values())
+        return frames, joins
+
+    # ------------------------------------------------------------------------------------
+    # Driving
+    # ------------------------------------------------------------------------------------
+
+    def ready(self, at: str) -> list[Dispatch]:
+        """Enter and hand out the frames that may run now, oldest first.
+
+        Joins, and calls whose references fail to resolve, are settled here without being
+        handed out. Nothing is handed out while the run is ending or a frame is halted.
+        """
+        out: list[Dispatch] = []
+        if self.done or self._draining is not None or self._halted:
+            self._after(at)
+            return out
+        queue = self._queue
+        running = self._running
+        window = self._window
+        max_steps = self._plan.max_steps
+        while queue and len(running) < window:
+            frame = queue[0]
+            if frame.reentry:
+                frame.reentry = False
+            elif self._steps >= max_steps:
+                self._begin_end(BudgetExhausted(settled=self._steps))
+                break
+            else:
+                self._steps += 1
+            queue.popleft()
+            self._log.append(log_enter(frame.number, frame.attempt, at))
+            if frame.kind == "join":
+                self._arrive(frame, at)
+            else:
+                dispatch = self._dispatch_for(frame)
+                if type(dispatch) is Dispatch:
+                    frame.dispatch = dispatch
+                    running[frame.ident] = frame
+                    out.append(dispatch)
+                else:
+                    self._fail(frame, cast(Failed, dispatch), at)
+            if self._unreachable:
+                self._check_barriers()
+            if self._draining is not None:
+                break
+        self._after(at)
+        return out
+
+    def settle(self, key: str, result: SettleResult, at: str) -> None:
+        """Record how an in-flight frame ended, fire its edges, and move the run on.
+
+        Args:
+            key: The key of a frame handed out by :meth:`ready` or :meth:`retry`.
+            result: ``Succeeded`` (call, reason, transform), ``Decided`` (branch, select),
+                ``Failed`` (any), or ``Skipped`` (call, reason, transform).
+            at: ISO-8601 time of the settlement.
+
+        Raises:
+            EngineStateError: the frame is not in flight, or the result does not fit its kind.
+
+        """
+        frame = self._running.get(key)
+        if frame is None or self.done:
+            raise EngineStateError(
+                f'frame "{key}" is not in flight; settle each frame ready() or retry() handed '
+                "out exactly once"
+            )
+        kind = frame.kind
+        result_type = type(result)
+        if result_type is Succeeded:
+            if kind not in _ACTIVITY_KINDS:
+                self._refuse(key, "Succeeded", kind)
+            self._release(key)
+            self._succeed(frame, cast(Succeeded, result), at)
+        elif result_type is Decided:
+            if kind != "branch" and kind != "select":
+                self._refuse(key, "Decided", kind)
+            self._release(key)
+            self._decide(frame, cast(Decided, result), at)
+        elif result_type is Failed:
+            self._release(key)
+            self._fail(frame, cast(Failed, result), at)
+        elif result_type is Skipped:
+            if kind not in _ACTIVITY_KINDS:
+                self._refuse(key, "Skipped", kind)
+            self._release(key)
+            self._skip(frame, at)
+        else:
+            raise EngineStateError(
+                f"{result_type.__name__} is not a settle result; pass Succeeded, Decided, "
+                "Failed or Skipped"
+            )
+        if self._unreachable:
+            self._check_barriers()
+        self._after(at)
+
+    def retry(self, key: str, at: str) -> Dispatch:
+        """Hand an in-flight frame out again.
+
+        For an indeterminate call retried, a transient failure retried, or an operator's retry
+        of a halted one. Records ``enter`` again with the next attempt; it is not a new step.
+
+        Raises:
+            EngineStateError: the frame is not in flight, or the run is ending.
+
+        """
+        frame = self._running.get(key)
+        if frame is None or self.done or self._draining is not None:
+            raise EngineStateError(
+                f'frame "{key}" cannot be retried: only a frame in flight of a run that is not '
+                "ending can be"
+            )
+        self._halted.pop(key, None)
+        self._recovered.pop(key, None)
+        frame.attempt += 1
+        self._log.append(log_enter(frame.number, frame.attempt, at))
+        assert frame.dispatch is not None
+        frame.dispatch = frame.dispatch.again(frame.attempt)
+        return frame.dispatch
+
+    def interrupt_frame(self, key: str, cause: InterruptionCause, at: str) -> None:
+        """Halt an in-flight frame whose outcome is unknown (``onIndeterminate: halt``).
+
+        Records ``interrupt{cause, frame}`` without ending the run: nothing new starts until the
+        frame is decided by :meth:`retry`, ``settle(key, Skipped())``, or :meth:`stop` (an
+        operator's abort).
+
+        Raises:
+            EngineStateError: the frame is not in flight.
+
+        """
+        frame = self._running.get(key)
+        if frame is None or self.done:
+            raise EngineStateError(f'frame "{key}" is not in flight; only such a frame halts')
+        self._recovered.pop(key, None)
+        self._halted.pop(key, None)
+        self._halted[key] = cause
+        self._record(LogInterrupt(cause=cause, frame=frame.number, at=at))
+        self._after(at)
+
+    def stop(self, cause: InterruptionCause, at: str) -> None:
+        """End the run from outside (``operator_stop``, ``turn_abort``, ...).
+
+        Nothing new starts; frames in flight still settle and are recorded; then
+        ``interrupt{cause}`` and ``end`` (outcome by cause) close the log. Halted and recovered
+        frames are not waited for. A no-op once the run has settled, and the first cause wins
+        if the run is already ending.
+        """
+        if self.done:
+            return
+        self._begin_end(cause)
+        self._after(at)
+
+    def snapshot(self, at: str) -> LogSnapshot:
+        """Record and return a ``snapshot`` of the live frames and open barriers.
+
+        Raises:
+            EngineStateError: the run has settled.
+
+        """
+        if self.done:
+            raise EngineStateError("the run has settled; there is no frontier to snapshot")
+        entry = self._snapshot_entry(at)
+        self._record(entry)
+        return entry
+
+    # ------------------------------------------------------------------------------------
+    # Internals: recording, frames, tables
+    # ------------------------------------------------------------------------------------
+
+    def _record(self, entry: LogEntry) -> None:
+        self._log.append(entry)
+
+    def _invalidate_joins(self) -> None:
+        self._joins_version += 1
+
+    def _snapshot_entry(self, at: str) -> LogSnapshot:
+        self._snapshot_version = self._joins_version
+        return LogSnapshot(at=at)
+
+    def _new_number(self) -> int:
+        number = self._next
+        self._next = number + 1
+        return number
+
+    def _add_live(self, frame: Frame) -> None:
+        bucket = self._live.get(frame.node_id)
+        if bucket is None:
+            self._live[frame.node_id] = {frame.number: frame}
+        else:
+            bucket[frame.number] = frame
+        watchers = self._watch.get(frame.node_id)
+        if watchers:
+            self._watched(frame, watchers, 1)
+
+    def _remove_live(self, frame: Frame) -> None:
+        bucket = self._live.get(frame.node_id)
+        if bucket is None or bucket.pop(frame.number, None) is None:
+            return
+        if not bucket:
+            del self._live[frame.node_id]
+        watchers = self._watch.get(frame.node_id)
+        if watchers:
+            self._watched(frame, watchers, -1)
+
+    def _watched(self, frame: Frame, watchers: list[Barrier], change: int) -> None:
+        """A live frame on a watched node came (+1) or went (-1): adjust its barriers' counts."""
+        route = frame.route
+        for barrier in watchers:
+            if route.ancestor_at(barrier.facts.fork) is barrier.prefix:
+                barrier.live += change
+                if barrier.live <= 0:
+                    self._unreachable[barrier.key] = barrier
+                else:
+                    self._unreachable.pop(barrier.key, None)
+
+    def _release(self, key: str) -> None:
+        del self._running[key]
+        self._recovered.pop(key, None)
+
+    def _run_entry(self, run_input: dict[str, Any], at: str, *, count_step: bool) -> None:
+        entry = self._plan.entry
+        frame = Frame(0, Route.root(entry.id, 0), entry, None, _NO_OUTPUTS, _NO_ARTIFACTS)
+        self._next = max(self._next, 1)
+        if count_step:
+            self._steps += 1
+        self._log.append(log_enter(0, 1, at))
+        # The input was checked against the value subset before anything was recorded.
+        self._settle_ok(frame, (output_item(run_input),), None, at)
+
+    # ------------------------------------------------------------------------------------
+    # Internals: what to hand out
+    # ------------------------------------------------------------------------------------
+
+    def _dispatch_for(self, frame: Frame) -> Dispatch | Failed:
+        """The dispatch of a frame, or the failure that settles it without running."""
+        node = frame.node
+        kind = frame.kind
+        if kind == "call":
+            definition = cast(CallNode, node).definition
+            try:
+                args = resolve_args(
+                    definition.args, frame.outputs, definition.on_missing_value or "fail"
+                )
+            except MissingValue as missing:
+                return Failed("MissingValueError", missing.message)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                args=args,
+                attempt=frame.attempt,
+            )
+        if kind == "branch" or kind == "select":
+            context = _LazyContext(frame)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                context=cast(PredicateContext, context),
+                attempt=frame.attempt,
+            )
+        if kind == "reason":
+            parts = resolve_prompt(cast(ReasonNode, node).definition.prompt, frame.outputs)
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                prompt_parts=parts,
+                attempt=frame.attempt,
+            )
+        if kind == "transform":
+            reads = cast(TransformNode, node).definition.source
+            found = entry_for(reads, frame.artifacts)
+            if found is None:
+                return Failed(
+                    "MissingArtifactError",
+                    f'transform source "{reads.node}" has no artifact on this '
+                    "route; read the output of a call whose tool returns an artifact",
+                )
+            return Dispatch(
+                frame.ident,
+                frame.number,
+                node,
+                frame.route,
+                frame.via,
+                source=cast(ArtifactHandle, found.value),
+                attempt=frame.attempt,
+            )
+        return Failed(
+            "UnrunnableNodeError", f'node "{node.id}" of kind {node.kind} cannot be run here'
+        )
+
+    # ------------------------------------------------------------------------------------
+    # Internals: settlements
+    # ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _refuse(key: str, result: str, kind: str) -> NoReturn:
+        raise EngineStateError(f'{result} does not settle frame "{key}" of a {kind} node')
+
+    def _succeed(self, frame: Frame, result: Succeeded, at: str) -> None:
+        items = result.items
+        if not all(type(item) is OutputItem for item in items):
+            try:
+                items = tuple(
+                    item if type(item) is OutputItem else OutputItem(json_=item) for item in items
+                )
+            except (ValidationError, UnencodableValueError, TypeError) as exc:
+                self._fail(
+                    frame,
+                    Failed(
+                        "UnencodableValueError",
+                        f"the result of {frame.node_id} is not an encodable list of field maps: "
+                        f"{exc}",
+                    ),
+                    at,
+                )
+                return
+        self._settle_ok(frame, cast(Items, items), result.artifact, at)
+
+    def _settle_ok(
+        self, frame: Frame, items: Items, artifact: ArtifactHandle | None, at: str
+    ) -> None:
+        number = frame.number
+        outputs = frame.outputs.set(number, frame.node_id, frame.route, items)
+        artifacts = frame.artifacts
+        if artifact is not None:
+            artifacts = artifacts.set(number, frame.node_id, frame.route, artifact)
+        self._log.append(
+            log_settle(number, "ok", items, artifact, False, None, frame.attempt, None, at)
+        )
+        self._close_frame(
+            frame, self._plan.success_hops.get(frame.node_id, ()), outputs, artifacts, None, at
+        )
+
+    def _decide(self, frame: Frame, result: Decided, at: str) -> None:
+        node = frame.node
+        hops = self._plan.verdict_hops(node, result.verdict)
+        if hops is None:
+            self._fail(
+                frame,
+                Failed(
+                    "VerdictMismatchError",
+                    f"a {node.kind} node needs a {node.kind} verdict, got {result.verdict!r}",
+                    "predicate",
+                ),
+                at,
+            )
+            return
+        try:
+            evidence = validate_value(result.evidence)
+        except UnencodableValueError as exc:
+            self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
+            return
+        verdict = Verdict(handle=self._plan.verdict_handle(result.verdict), evidence=evidence)
+        self._log.append(
+            log_settle(frame.number, "ok", (), None, False, None, frame.attempt, verdict, at)
+        )
+        self._close_frame(frame, hops, frame.outputs, frame.artifacts, evidence, at)
+
+    def _skip(self, frame: Frame, at: str) -> None:
+        self._log.append(
+            log_settle(frame.number, "skipped", (), None, False, None, frame.attempt, None, at)
+        )
+        self._close_frame(
+            frame,
+            self._plan.success_hops.get(frame.node_id, ()),
+            frame.outputs,
+            frame.artifacts,
+            None,
+            at,
+        )
+
+    def _fail(self, frame: Frame, failure: Failed, at: str) -> None:
+        error = ErrorInfo(name=failure.name, message=failure.message)
+        hops = self._plan.error_hops.get(frame.node_id, ())
+        # An error edge takes the failure; without one the batch is the settlement alone (no
+        # edge fires, and no barrier changed since the last snapshot), and the run ends.
+        self._log.append(
+            log_settle(
+                frame.number, "failed", (), None, bool(hops), error, frame.attempt, None, at
+            )
+        )
+        self._close_frame(frame, hops, frame.outputs, frame.artifacts, None, at)
+        if hops:
+            return
+        cause: InterruptionCause
+        if failure.kind == "predicate":
+            cause = PredicateUnevaluatable(node_id=frame.node_id)
+        elif failure.kind == "output_schema":
+            cause = OutputSchemaViolation(node_id=frame.node_id)
+        else:
+            cause = NodeFailed(node_id=frame.node_id)
+        self._begin_end(cause)
+
+    def _close_frame(
+        self,
+        frame: Frame,
+        hops: Sequence[Hop],
+        outputs: FrameTable[Items],
+        artifacts: FrameTable[ArtifactHandle],
+        evidence: Any,
+        at: str,
+    ) -> None:
+        """The rest of a settlement batch: ``edge`` per fired edge, then a snapshot if needed.
+
+        Each fired edge spawns its successor frame here, sharing ``outputs`` and ``artifacts``
+        with its siblings.
+        """
+        self._halted.pop(frame.ident, None)
+        self._remove_live(frame)
+        if hops:
+            log = self._log
+            queue = self._queue
+            route = frame.route
+            number = frame.number
+            for hop in hops:
+                child_number = self._next
+                self._next = child_number + 1
+                target = hop.target
+                child = Frame(
+                    child_number,
+                    route.child(hop.segment, hop.token, hop.target_id, child_number),
+                    target,
+                    hop.edge_id,
+                    outputs,
+                    artifacts,
+                )
+                self._add_live(child)
+                queue.append(child)
+                log.append(
+                    log_edge(
+                        hop.edge_id,
+                        hop.handle,
+                        number,
+                        child_number,
+                        hop.target_id,
+                        target.kind,
+                        evidence,
+                        at,
+                    )
+                )
+        if self._joins_version != self._snapshot_version:
+            # Frames need no snapshot (the fold advances them from settle and edge entries);
+            # barriers do, so a snapshot closes a batch only when one changed.
+            self._log.append(self._snapshot_entry(at))
+
+    # ------------------------------------------------------------------------------------
+    # Internals: joins
+    # ------------------------------------------------------------------------------------
+
+    def _arrive(self, frame: Frame, at: str) -> None:
+        """A frame reached its join: add it to its barrier; close it or park it."""
+        facts = self._plan.join(frame.node_id)
+        prefix = frame.route.ancestor_at(facts.fork) or frame.route
+        self._remove_live(frame)
+        barrier = self._barriers.get((facts.node_id, prefix.frame))
+        if barrier is None:
+            barrier = Barrier(facts, prefix)
+            self._open_barrier(barrier)
+        barrier.add(frame)
+        self._invalidate_joins()
+        if barrier.complete:
+            self._close_barrier(barrier, frame, at)
+        else:
+            self._snapshot_version = self._joins_version
+            self._record(
+                LogArrive(frame=frame.number, fork=prefix.frame, required=facts.required, at=at)
+            )
+
+    def _close_barrier(self, barrier: Barrier, completing: Frame, at: str) -> None:
+        self._close_watch(barrier)
+        self._invalidate_joins()
+        facts = barrier.facts
+        plan = self._plan
+        number = self._new_number()
+        route = barrier.prefix.child(facts.segment, facts.segment_key, facts.node_id, number)
+        rows = sorted((a.via or "", a.route.key) for a in barrier.arrivals)
+        items = tuple(
+            output_item({"via": via, "from": plan.source_of(via), "branch": b}) for via, b in rows
+        )
+        merged = Frame(
+            number,
+            route,
+            completing.node,
+            completing.via,
+            FrameTable.union([a.outputs for a in barrier.arrivals]),
+            FrameTable.union([a.artifacts for a in barrier.arrivals]),
+        )
+        self._record(
+            LogMerge(
+                frame=number,
+                node=facts.node_id,
+                fork=barrier.prefix.frame,
+                of=facts.segment.of,
+                via=completing.via,
+                arrivals=tuple(a.number for a in barrier.arrivals),
+            )
+        )
+        self._settle_ok(merged, items, None, at)
+
+    def _open_barrier(self, barrier: Barrier) -> None:
+        """Open a barrier: count the live frames that may still arrive, and watch its region."""
+        live = self._live
+        fork, prefix = barrier.facts.fork, barrier.prefix
+        barrier.live = sum(
+            1
+            for node_id in barrier.facts.region_nodes
+            for f in live.get(node_id, {}).values()
+            if f.route.ancestor_at(fork) is prefix
+        )
+        self._barriers[barrier.key] = barrier
+        for node_id in barrier.facts.region_nodes:
+            self._watch.setdefault(node_id, []).append(barrier)
+        if barrier.live <= 0:
+            self._unreachable[barrier.key] = barrier
+        self._invalidate_joins()
+
+    def _close_watch(self, barrier: Barrier) -> None:
+        del self._barriers[barrier.key]
+        self._unreachable.pop(barrier.key, None)
+        for node_id in barrier.facts.region_nodes:
+            watchers = self._watch[node_id]
+            watchers.remove(barrier)
+            if not watchers:
+                del self._watch[node_id]
+        self._invalidate_joins()
+
+    def _check_barriers(self) -> None:
+        """End the run ``join_unsatisfiable`` when a partial barrier can no longer be reached."""
+        if self._draining is not None or self.done:
+            return
+        for barrier in self._barriers.values():
+            if barrier.key in self._unreachable and barrier.live <= 0:
+                self._begin_end(JoinUnsatisfiable(node_id=barrier.facts.node_id))
+                return
+
+    # ------------------------------------------------------------------------------------
+    # Internals: ending
+    # ------------------------------------------------------------------------------------
+
+    def _begin_end(self, cause: InterruptionCause) -> None:
+        if not self.done and self._draining is None:
+            self._draining = cause
+
+    def _after(self, at: str) -> None:
+        """Settle the run if nothing is left to wait for."""
+        if self.done:
+            return
+        if self._draining is not None:
+            if all(k in self._halted or k in self._recovered for k in self._running):
+                self._finish(self._draining, at)
+            return
+        if not self._running and not self._queue:
+            if self._barriers:
+                first = next(iter(self._barriers.values()))
+                self._finish(JoinUnsatisfiable(node_id=first.facts.node_id), at)
+            else:
+                self._finish(None, at)
+
+    def _finish(self, cause: InterruptionCause | None, at: str) -> None:
+        if cause is not None:
+            self._record(LogInterrupt(cause=cause, at=at))
+            self._run_cause = cause
+        outcome = outcome_for(cause)
+        self._record(LogEnd(outcome=outcome, at=at))
+        self._outcome = outcome
+
+
+class _LazyContext:
+    """A branch or select frame's ``PredicateContext``, rendered only as far as a cell reads it.
+
+    ``outputs`` is the frame's table seen through contract keys, and ``frame`` its contract
+    reference; both cost the route's depth to build, which most cells never pay in full.
+    """
+
+    __slots__ = ("_frame", "_outputs", "_ref")
+
+    def __init__(self, frame: Frame) -> None:
+        self._frame = frame
+        self._outputs: Mapping[str, NodeOutput] | None = None
+        self._ref: Any = None
+
+    @property
+    def outputs(self) -> Mapping[str, NodeOutput]:
+        outputs = self._outputs
+        if outputs is None:
+            outputs = self._outputs = self._frame.outputs.contract_view(_output_of)
+        return outputs
+
+    @property
+    def frame(self) -> Any:
+        from orchestration.run.engine.builders import frame_ref
+
+        ref = self._ref
+        if ref is None:
+            f = self._frame
+            ref = self._ref = frame_ref(f.node_id, f.kind, f.route.branch_id(), f.via)
+        return ref

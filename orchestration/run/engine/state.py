@@ -1,0 +1,119 @@
+"""The engine's two internal records: a live frame, and a partial join barrier.
+
+They are mutable, engine-private bookkeeping; what leaves the engine is always a compact log
+entry (:mod:`orchestration.run.log`).
+
+A barrier also keeps the one number ``join_unsatisfiable`` needs: how many live frames may still
+arrive. A frame may arrive when its node lies in the join's region (after the fork, able to
+reach the join) and its route extends the barrier's prefix (it descends from this execution of
+the fork). The engine adjusts the count as frames come and go, so the check is O(open
+barriers) per frame instead of a graph search per settlement.
+"""
+
+from __future__ import annotations
+
+from orchestration.run.engine.compiled import JoinFacts
+from orchestration.run.engine.results import Dispatch
+from orchestration.run.routes import Route
+from orchestration.run.tables import FrameTable
+from orchestration.types import ArtifactHandle, OutputItem, PlanNode
+
+__all__ = ["Barrier", "Frame", "Items"]
+
+Items = tuple[OutputItem, ...]
+"""A settled frame's output, as the engine's tables hold it."""
+
+
+class Frame:
+    """A live frame: its number and route, its node, and its branch-local tables.
+
+    Built once per frame on the engine's hottest path, so it holds plain slots and computes
+    nothing it can be handed.
+
+    Attributes:
+        number: Its number in the compact log (creation order; the entry's frame is 0).
+        route: Its interned route (parent pointer plus one segment).
+        ident: Its name (``Route.ident``): the contract key when short.
+        node: The plan node; ``node_id`` its id, ``kind`` its kind.
+        via: The edge that produced it (``None`` for the entry).
+        outputs: The branch-local table of output items, by frame number.
+        artifacts: The branch-local table of artifact handles, by frame number.
+        dispatch: What was handed out, once it was.
+        attempt: 1, plus one per retry.
+        reentry: Entered before a resume; entering it again is not a new step.
+
+    """
+
+    __slots__ = (
+        "artifacts",
+        "attempt",
+        "dispatch",
+        "ident",
+        "kind",
+        "node",
+        "node_id",
+        "number",
+        "outputs",
+        "reentry",
+        "route",
+        "via",
+    )
+
+    def __init__(
+        self,
+        number: int,
+        route: Route,
+        node: PlanNode,
+        via: str | None,
+        outputs: FrameTable[Items],
+        artifacts: FrameTable[ArtifactHandle],
+    ) -> None:
+        self.number = number
+        self.route = route
+        self.node = node
+        self.node_id = node_id = node.id
+        self.kind = node.kind
+        self.via = via
+        self.ident = route.ident(node_id)
+        self.outputs = outputs
+        self.artifacts = artifacts
+        self.dispatch: Dispatch | None = None
+        self.attempt = 1
+        self.reentry = False
+
+
+class Barrier:
+    """A partial barrier: its arrivals, and how many live frames may still arrive.
+
+    Attributes:
+        facts: The join's facts (fork, required, merged segment, region).
+        key: ``(join id, fork frame number)``: one barrier per execution of the fork.
+        prefix: The fork frame's route (the arriving routes truncated at the fork).
+        arrivals: The arrival frames, in arrival order.
+        live: Live frames that may still arrive here.
+
+    """
+
+    __slots__ = ("_seen", "arrivals", "facts", "key", "live", "prefix")
+
+    def __init__(self, facts: JoinFacts, prefix: Route) -> None:
+        self.facts = facts
+        self.prefix = prefix
+        self.key = (facts.node_id, prefix.frame)
+        self.arrivals: list[Frame] = []
+        self.live = 0
+        self._seen: set[tuple[str | None, int]] = set()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every fork→join route has arrived."""
+        return len(self.arrivals) >= self.facts.required
+
+    def add(self, arrival: Frame) -> bool:
+        """Record an arrival; a repeat of one (edge, route) pair is ignored (returns False)."""
+        ident = (arrival.via, arrival.route.parent.frame if arrival.route.parent else -1)
+        if ident in self._seen:
+            return False
+        self._seen.add(ident)
+        self.arrivals.append(arrival)
+        return True
