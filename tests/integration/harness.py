@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -10,6 +11,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
+from orchestration.api import Orchestration
+from orchestration.plan.authoring import PlanAuthor, claim, ref
+from orchestration.review.approval import approval_record
 from orchestration.run.expand import expand_log
 from orchestration.run.messages import (
     LogPage,
@@ -21,7 +25,14 @@ from orchestration.run.messages import (
 from orchestration.store.base import PlanStore
 from orchestration.testing import approve_into
 from orchestration.tools.toolbox import Toolbox, ToolContext
-from orchestration.types import RawPlanView, RunEvent
+from orchestration.types import (
+    DEFAULT_PLAN_BOUNDS,
+    NumberField,
+    PlanOp,
+    RawPlanView,
+    RunEvent,
+    StringField,
+)
 from tests.support.hosts import replay_all
 from workers.runs import TemporalRuns
 from workflows.runlog import log_from_history
@@ -127,3 +138,59 @@ async def replay(
     )
 
 
+
+
+async def approved_chain(
+    orch: Orchestration,
+    plan_id: str,
+    tool: str = "upper",
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    args: dict[str, Any] | None = None,
+    timed: bool = False,
+    max_steps: int | None = None,
+) -> str:
+    """entry(s[, seconds]) → first(``tool``) → second(upper), authored as ops through the
+    facade, frozen (it must freeze clean) and approved; its digest.
+
+    ``timed`` adds a ``seconds`` input; ``args`` replaces the first call's (``{s: entry.s}``).
+    """
+    counter = itertools.count()
+    a = PlanAuthor("tester", new_id=lambda: f"op{next(counter)}")
+    read = [claim("text", "*", "read")]
+    first, second = names
+    inputs = [StringField(path="s")] + ([NumberField(path="seconds")] if timed else [])
+    ops: list[PlanOp] = [
+        a.entry(input=inputs),
+        a.call(
+            first,
+            tool=tool,
+            args=args or {"s": ref("entry", path="s")},
+            output=[StringField(path="value")],
+            authority=read,
+            replay_safe=True,
+            on_indeterminate="retry",
+            declassifies=["value"],
+        ),
+        a.call(
+            second,
+            tool="upper",
+            args={"s": ref(first, path="value")},
+            output=[StringField(path="value")],
+            authority=read,
+            replay_safe=True,
+            on_indeterminate="retry",
+        ),
+        a.edge("entry", first),
+        a.edge(first, second),
+    ]
+    if max_steps is not None:
+        ops.append(a.set_bounds(DEFAULT_PLAN_BOUNDS.model_copy(update={"max_steps": max_steps})))
+    await orch.store.create_plan(plan_id)
+    assert (await orch.store.append_ops(plan_id, ops)).ok
+    frozen = await orch.freeze_plan(plan_id)
+    assert frozen.ok, frozen.issues
+    view = (await orch.store.fold(plan_id)).view
+    approved = await orch.approve_plan(plan_id, approval_record(view, "op", "2026-01-01T00:00:00Z"))
+    assert approved.ok, approved
+    return view.digest

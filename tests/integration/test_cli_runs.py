@@ -21,17 +21,17 @@ import pytest
 from temporalio.client import Client
 
 from orchestration.api import Orchestration, create_orchestration
-from orchestration.plan.authoring import PlanAuthor, claim, ref
+from orchestration.plan.authoring import PlanAuthor, claim
 from orchestration.review.approval import approval_record
 from orchestration.review.diagram import plan_mermaid
 from orchestration.review.render import render_plan
 from orchestration.store import SqlitePlanStore
-from orchestration.types import DEFAULT_PLAN_BOUNDS, NumberField, StringField
+from orchestration.types import NumberField, StringField
 from workers.codec import AesGcmCodec
 from workers.devserver import DevServer
 from workers.worker import build_worker, connect
 
-from .harness import make_toolbox, unique_plan_id
+from .harness import approved_chain, make_toolbox, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -55,51 +55,9 @@ async def orch_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, 
     return proc.returncode, out.decode(), err.decode()
 
 
-async def approved(
-    orch: Orchestration,
-    plan_id: str,
-    tool: str,
-    *,
-    args: dict[str, Any] | None = None,
-    max_steps: int | None = None,
-) -> None:
+async def approved(orch: Orchestration, plan_id: str, tool: str, **options: Any) -> None:
     """entry(s, seconds) → first(tool) → second(upper), frozen and approved."""
-    counter = itertools.count()
-    a = PlanAuthor("tester", new_id=lambda: f"op{next(counter)}")
-    read = [claim("text", "*", "read")]
-    ops = [
-        a.entry(input=[StringField(path="s"), NumberField(path="seconds")]),
-        a.call(
-            "first",
-            tool=tool,
-            args=args or {"s": ref("entry", path="s")},
-            output=[StringField(path="value")],
-            authority=read,
-            replay_safe=True,
-            on_indeterminate="retry",
-            declassifies=["value"],
-        ),
-        a.call(
-            "second",
-            tool="upper",
-            args={"s": ref("first", path="value")},
-            output=[StringField(path="value")],
-            authority=read,
-            replay_safe=True,
-            on_indeterminate="retry",
-        ),
-        a.edge("entry", "first"),
-        a.edge("first", "second"),
-    ]
-    if max_steps is not None:
-        ops.append(a.set_bounds(DEFAULT_PLAN_BOUNDS.model_copy(update={"max_steps": max_steps})))
-    await orch.store.create_plan(plan_id)
-    assert (await orch.store.append_ops(plan_id, ops)).ok
-    frozen = await orch.freeze_plan(plan_id)
-    assert frozen.ok, frozen.issues
-    view = (await orch.store.fold(plan_id)).view
-    record = approval_record(view, "op", "2026-01-01T00:00:00Z")
-    assert (await orch.approve_plan(plan_id, record)).ok
+    await approved_chain(orch, plan_id, tool, names=("first", "second"), timed=True, **options)
 
 
 async def setup(tmp_path: Path) -> tuple[Orchestration, list[str]]:

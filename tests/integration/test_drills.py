@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +14,7 @@ from orchestration.run.messages import RunSettings, RunStatus
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import StringField
+from tests.support.processes import kill, wait_for, worker_process
 from workers.devserver import DevServer
 from workers.worker import build_worker, connect
 
@@ -26,47 +23,7 @@ from .harness import replay, start_run, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST_DEATH = RunSettings(heartbeat_seconds=1.0, start_to_close_seconds=60)
-
-
-def worker_process(
-    address: str, task_queue: str, log: Path, store: Path
-) -> subprocess.Popen[bytes]:
-    """A real worker process (`python -m workers`) running the drill tools on ``store``."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workers",
-                "--toolbox",
-                "tests.integration.drill_tools:TOOLBOX",
-                "--task-queue",
-                task_queue,
-                "--address",
-                address,
-                "--store",
-                str(store),
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def kill(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-async def wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
 
 
 def one_call(plan_id: str, ledger: Path, *, replay_safe: bool, policy: str) -> object:

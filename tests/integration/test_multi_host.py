@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,11 +22,11 @@ from orchestration.run.messages import workflow_id_for
 from orchestration.store.postgres import PostgresPlanStore
 from orchestration.types import StringField
 from tests.postgres_cluster import PostgresCluster
+from tests.support.processes import kill, worker_process
 from workers.devserver import DevServer
 
 from . import drill_tools
 from .harness import unique_plan_id
-from .test_drills import kill
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -69,30 +68,6 @@ async def approved_plans(dsn: str, ledger: Path) -> list[str]:
     finally:
         await store.close()
     return ids
-
-
-def worker_process(address: str, task_queue: str, log: Path, dsn: str) -> subprocess.Popen[bytes]:
-    """A worker process (`python -m workers`) on the drill tools, claiming runs in ``dsn``."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workers",
-                "--toolbox",
-                "tests.integration.drill_tools:TOOLBOX",
-                "--task-queue",
-                task_queue,
-                "--address",
-                address,
-                "--store",
-                dsn,
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
 
 
 async def client_process(dsn: str, address: str, queue: str, ids: list[str]) -> dict[str, str]:

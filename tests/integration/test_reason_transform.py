@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +32,17 @@ from orchestration.types import (
     TransformStep,
 )
 from tests.support.hosts import replay_all
+from tests.support.processes import kill, worker_process
 from workers.devserver import DevServer
 from workers.worker import build_worker
 
 from . import artifact_tools, drill_tools
 from .harness import replay, start_run, unique_plan_id
 
+ARTIFACT_TOOLS = "tests.integration.artifact_tools:TOOLBOX"
+
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-ROOT = Path(__file__).resolve().parents[2]
 SCORE = json.dumps(
     {
         "type": "object",
@@ -369,42 +369,6 @@ async def test_artifact_handles_survive_continue_as_new(
 # -- a worker killed while an artifact is in flight --------------------------------------------
 
 
-def worker_process(
-    address: str, task_queue: str, spool: Path, log: Path, store: Path
-) -> subprocess.Popen[bytes]:
-    """A worker process (`python -m workers`): the artifact tools, ``spool``, ``store``."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workers",
-                "--toolbox",
-                "tests.integration.artifact_tools:TOOLBOX",
-                "--task-queue",
-                task_queue,
-                "--address",
-                address,
-                "--spool-dir",
-                str(spool),
-                "--store",
-                str(store),
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def kill(process: subprocess.Popen[bytes]) -> None:
-    import os
-    import signal
-
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 async def test_run_resumes_after_a_worker_kill_with_an_artifact_in_flight(
     dev_server: DevServer, client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -436,7 +400,10 @@ async def test_run_resumes_after_a_worker_kill_with_an_artifact_in_flight(
     settings = RunSettings(heartbeat_seconds=1.0, start_to_close_seconds=60)
     plans = tmp_path / "workers.sqlite3"  # the plan store the worker processes share
     store = SqlitePlanStore(plans)
-    first = worker_process(dev_server.address, task_queue, spool, tmp_path / "w1.log", plans)
+    first = worker_process(
+        dev_server.address, task_queue, tmp_path / "w1.log", plans, toolbox=ARTIFACT_TOOLS,
+        flags=("--spool-dir", str(spool)),
+    )
     try:
         handle, _ = await start_run(client, task_queue, store, view, {"s": "x"}, settings=settings)
         deadline = asyncio.get_running_loop().time() + 30
@@ -446,7 +413,10 @@ async def test_run_resumes_after_a_worker_kill_with_an_artifact_in_flight(
     finally:
         kill(first)
     assert [p for p in spool.rglob("*") if p.is_file()], "the artifact was spooled to disk"
-    second = worker_process(dev_server.address, task_queue, spool, tmp_path / "w2.log", plans)
+    second = worker_process(
+        dev_server.address, task_queue, tmp_path / "w2.log", plans, toolbox=ARTIFACT_TOOLS,
+        flags=("--spool-dir", str(spool)),
+    )
     try:
         result = await asyncio.wait_for(handle.result(), timeout=60)
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from pathlib import Path
 
@@ -15,64 +14,23 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from orchestration.api import Orchestration, create_orchestration
 from orchestration.errors import RunRefusedError
-from orchestration.plan.authoring import PlanAuthor, claim, ref
-from orchestration.review.approval import approval_record
 from orchestration.run.expand import expand_log
 from orchestration.run.fold import fold_run
 from orchestration.run.messages import PlanRunInput, RunSettings
 from orchestration.store import SqlitePlanStore
-from orchestration.types import StringField
 from workers.devserver import DevServer
 from workers.runs import TemporalRuns
 from workers.worker import build_worker
 from workflows.runlog import log_from_history
 
-from .harness import make_toolbox, replay, unique_plan_id
+from .harness import approved_chain, make_toolbox, replay, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-def author() -> PlanAuthor:
-    counter = itertools.count()
-    return PlanAuthor("tester", new_id=lambda: f"op{next(counter)}")
-
-
 async def approved_plan(orch: Orchestration, plan_id: str) -> str:
-    """Author, freeze and approve a two-call chain; return its digest."""
-    a = author()
-    read = [claim("text", "*", "read")]
-    ops = [
-        a.entry(input=[StringField(path="s")]),
-        a.call(
-            "a",
-            tool="upper",
-            args={"s": ref("entry", path="s")},
-            output=[StringField(path="value")],
-            authority=read,
-            replay_safe=True,
-            on_indeterminate="retry",
-            declassifies=["value"],
-        ),
-        a.call(
-            "b",
-            tool="upper",
-            args={"s": ref("a", path="value")},
-            output=[StringField(path="value")],
-            authority=read,
-            replay_safe=True,
-            on_indeterminate="retry",
-        ),
-        a.edge("entry", "a"),
-        a.edge("a", "b"),
-    ]
-    await orch.store.create_plan(plan_id)
-    assert (await orch.store.append_ops(plan_id, ops)).ok
-    frozen = await orch.freeze_plan(plan_id)
-    assert frozen.ok, frozen.issues
-    view = (await orch.store.fold(plan_id)).view
-    approved = await orch.approve_plan(plan_id, approval_record(view, "op", "2026-01-01T00:00:00Z"))
-    assert approved.ok, approved
-    return view.digest
+    """A two-call chain, frozen and approved; its digest."""
+    return await approved_chain(orch, plan_id)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
 from orchestration.types import RawPlanView, StringField
 from tests.support.hosts import replay_all
+from tests.support.processes import ROOT, clean_env, kill, worker_process
 from workers.devserver import DevServer, temporal_binary
 from workers.runs import TemporalRuns
 from workers.worker import connect
@@ -46,7 +45,6 @@ from .harness import FAST_RETRY, replay, start_run, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-ROOT = Path(__file__).resolve().parents[2]
 ORCH = str(Path(sys.executable).parent / "orch")
 DRAIN_EVERY_SECOND = (
     "--dynamic-config-value",
@@ -79,53 +77,6 @@ async def vclient(server: DevServer) -> Client:
 
 
 # -- processes ------------------------------------------------------------------------------------
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without any ORCH_/TEMPORAL_ setting, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "TEMPORAL_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return {**env, **extra}
-
-
-def worker(
-    address: str,
-    task_queue: str,
-    store: Path,
-    log: Path,
-    *,
-    cwd: Path = ROOT,
-    env: Mapping[str, str] | None = None,
-    flags: tuple[str, ...] = (),
-) -> subprocess.Popen[bytes]:
-    """``python -m workers`` with the drill tools, run from ``cwd`` (whose packages win)."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workers",
-                "--toolbox",
-                "tests.integration.drill_tools:TOOLBOX",
-                "--task-queue",
-                task_queue,
-                "--address",
-                address,
-                "--store",
-                str(store),
-                *flags,
-            ],
-            cwd=cwd,
-            env=clean_env(**(env or {})),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def kill(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 async def run(*command: str, cwd: Path = ROOT) -> tuple[int, str, str]:
@@ -367,11 +318,11 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
     store = SqlitePlanStore(store_path)
     b_code = build_b(tmp_path)
     # Build A takes its version from the environment, build B from flags.
-    a = worker(
+    a = worker_process(
         address,
         task_queue,
-        store_path,
         tmp_path / "a.log",
+        store_path,
         env={"ORCH_DEPLOYMENT_NAME": deployment, "ORCH_BUILD_ID": "a-1"},
     )
     b: subprocess.Popen[bytes] | None = None
@@ -407,11 +358,11 @@ async def test_a_rollout_keeps_each_run_on_the_build_it_started_on(
                 "a held call in flight",
             )
 
-        b = worker(
+        b = worker_process(
             address,
             task_queue,
-            store_path,
             tmp_path / "b.log",
+            store_path,
             cwd=b_code,
             flags=("--deployment-name", deployment, "--build-id", "b-1"),
         )
@@ -590,7 +541,9 @@ async def test_an_operator_moves_a_stuck_pinned_run_to_another_build(
     drill_tools.record(str(ledger), "-", "init")
     store = SqlitePlanStore(store_path)
     flags = ("--deployment-name", deployment, "--build-id")
-    first = worker(address, task_queue, store_path, tmp_path / "1.log", flags=(*flags, "m-1"))
+    first = worker_process(
+        address, task_queue, tmp_path / "1.log", store_path, flags=(*flags, "m-1")
+    )
     second: subprocess.Popen[bytes] | None = None
     try:
         await set_current(address, deployment, "m-1")
@@ -603,7 +556,9 @@ async def test_an_operator_moves_a_stuck_pinned_run_to_another_build(
             settings=LOSE_CALLS,
         )
         frame = (await halted_frame(handle)).halted[0]
-        second = worker(address, task_queue, store_path, tmp_path / "2.log", flags=(*flags, "m-2"))
+        second = worker_process(
+            address, task_queue, tmp_path / "2.log", store_path, flags=(*flags, "m-2")
+        )
         await set_current(address, deployment, "m-2")
 
         workflow_id = workflow_id_for(view.plan_id)
@@ -668,7 +623,7 @@ async def test_without_a_deployment_name_a_run_is_unversioned_as_before(
     store_path, ledger = tmp_path / "plans.sqlite3", tmp_path / "ledger.db"
     drill_tools.record(str(ledger), "-", "init")
     store = SqlitePlanStore(store_path)
-    process = worker(server.address, task_queue, store_path, tmp_path / "w.log")
+    process = worker_process(server.address, task_queue, tmp_path / "w.log", store_path)
     try:
         handle, view = await start_run(
             vclient, task_queue, store, single(unique_plan_id("plain"), ledger), {"s": "x"}
