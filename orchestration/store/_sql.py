@@ -9,14 +9,13 @@ for its :class:`Dialect`; the schema DDL and the one query only SQLite runs stay
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ._rows import SUMMARY_COLUMNS
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "RowLock", "Statements"]
+__all__ = ["POSTGRES", "Dialect", "RowLock", "Statements"]
 
 RowLock = Literal["update", "share"]
 """The lock a transaction takes on a plan row it decides on: to write it, or to copy from it."""
@@ -48,18 +47,6 @@ class Dialect:
             run_log=f"{self.table_prefix}run_log",
         )
 
-
-SQLITE = Dialect(
-    table_prefix="",
-    placeholder="?",
-    op_id_in="op_id IN (SELECT value FROM json_each({p}))",
-    op_ids=json.dumps,
-    # A write runs in BEGIN IMMEDIATE, which holds the file's write lock before the first read.
-    for_update="",
-    for_share="",
-    # Every write holds the file's write lock, so the largest place so far is stable.
-    next_run_seq="(SELECT COALESCE(MAX(run_seq), 0) + 1 FROM {plans})",
-)
 
 POSTGRES = Dialect(
     table_prefix="orch_",
