@@ -1,13 +1,17 @@
-"""The parsed op logs of recently used plans, kept by the SQLite and PostgreSQL stores.
+"""The parsed op logs of recently used plans, kept by the SQL store.
 
 An append refolds the whole log; this spares it re-parsing the log too. A remembered log stays
 exact across processes and hosts because ops are append-only and a committed position never
 changes, so only the rows past a remembered prefix are ever read and parsed. A log a transaction
 parsed is remembered only once that transaction committed.
+
+Transactions may run on worker threads (SQLite's) while committed logs are remembered on the
+event loop's, so the cache takes its own lock.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -29,10 +33,15 @@ class OpLogCache:
 
     def __init__(self) -> None:
         self._logs: OrderedDict[str, list[PlanOp]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def known(self, seen: Mapping[str, list[PlanOp]], plan_id: str) -> list[PlanOp]:
         """The longest prefix of the plan's log at hand: this transaction's, else one committed."""
-        return seen.get(plan_id) or self._logs.get(plan_id, [])
+        log = seen.get(plan_id)
+        if log:
+            return log
+        with self._lock:
+            return self._logs.get(plan_id, [])
 
     def remember(self, seen: Mapping[str, list[PlanOp]]) -> None:
         """Keep the logs of a committed transaction, never one shorter than what is kept.
@@ -40,12 +49,13 @@ class OpLogCache:
         Transactions of one store may commit out of order (a pool runs several at once), so a
         later commit may carry an older, shorter log of the same plan.
         """
-        for plan_id, log in seen.items():
-            if len(log) >= len(self._logs.get(plan_id, ())):
-                self._logs[plan_id] = log
-            self._logs.move_to_end(plan_id)
-        while len(self._logs) > _CACHED_LOGS:
-            self._logs.popitem(last=False)
+        with self._lock:
+            for plan_id, log in seen.items():
+                if len(log) >= len(self._logs.get(plan_id, ())):
+                    self._logs[plan_id] = log
+                self._logs.move_to_end(plan_id)
+            while len(self._logs) > _CACHED_LOGS:
+                self._logs.popitem(last=False)
 
 
 def extended(

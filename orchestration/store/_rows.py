@@ -1,6 +1,6 @@
-"""Models to column values and back, for the SQLite and PostgreSQL stores.
+"""Models to column values and back, for the SQL store.
 
-Both stores keep records as the JSON text the pydantic models emit and read them back with
+It keeps records as the JSON text the pydantic models emit and read them back with
 ``validate_json``: only JSON mode decodes the value tags (``{"$ref": ...}``, ``{"$bytes": ...}``),
 so a round trip gives back the same values of the same types. Parameter tuples are in the column
 order of the matching statement in :mod:`._sql`.

@@ -1,22 +1,22 @@
-"""The SQL the SQLite and PostgreSQL stores both run, written once and rendered per dialect.
+"""The SQL every SQL store runs, written once and rendered per dialect.
 
-The two stores keep the same tables with the same columns and decide with the same rules,
-so their statements differ only where the databases do: the table names (PostgreSQL's carry an
-``orch_`` prefix so they can share a database with other applications), the placeholder style,
-how a list of op ids is passed, and the row locks. Each store renders :class:`Statements` once,
-for its :class:`Dialect`; the schema DDL and the one query only SQLite runs stay in the stores.
+The SQLite and PostgreSQL stores keep the same tables with the same columns and decide with the
+same rules, so their statements differ only where the databases do: the table names
+(PostgreSQL's carry an ``orch_`` prefix so they can share a database with other applications),
+the placeholder style, how a list of op ids is passed, the row locks and where a run's place in
+claim order comes from. Each database module spells those in its :class:`Dialect`; the SQL
+store renders :class:`Statements` once for it. The schema DDL stays with each database.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ._rows import SUMMARY_COLUMNS
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "RowLock", "Statements"]
+__all__ = ["Dialect", "RowLock", "Statements"]
 
 RowLock = Literal["update", "share"]
 """The lock a transaction takes on a plan row it decides on: to write it, or to copy from it."""
@@ -49,33 +49,8 @@ class Dialect:
         )
 
 
-SQLITE = Dialect(
-    table_prefix="",
-    placeholder="?",
-    op_id_in="op_id IN (SELECT value FROM json_each({p}))",
-    op_ids=json.dumps,
-    # A write runs in BEGIN IMMEDIATE, which holds the file's write lock before the first read.
-    for_update="",
-    for_share="",
-    # Every write holds the file's write lock, so the largest place so far is stable.
-    next_run_seq="(SELECT COALESCE(MAX(run_seq), 0) + 1 FROM {plans})",
-)
-
-POSTGRES = Dialect(
-    table_prefix="orch_",
-    placeholder="%s",
-    op_id_in="op_id = ANY({p})",
-    op_ids=list,
-    # READ COMMITTED locks nothing it reads: a deciding read must lock the row itself.
-    for_update=" FOR UPDATE",
-    for_share=" FOR SHARE",
-    # Claims of different plans lock different rows, so only a sequence gives distinct places.
-    next_run_seq="nextval('orch_run_seq')",
-)
-
-
 class Statements:
-    """Every statement both stores run, rendered for one dialect.
+    """Every statement the SQL store runs, rendered for one dialect.
 
     The parameters of the writes are built by :mod:`._rows`, in the column order written here.
     """

@@ -8,6 +8,11 @@ stale revision, a plan that is no longer editable, a transition whose state or d
 claim of the run that is not this caller's to make. Misuse raises (an unknown plan id, a
 revision out of range, a run-log write that contradicts the stored log).
 
+The contract is written here, once: the bundled stores (:mod:`.memory`, and :mod:`.sql` with
+its SQLite and PostgreSQL databases) subclass :class:`PlanStore`, mark each method they
+implement with ``@override`` and document only what is their own, so ``help()`` on any of them
+shows the protocol's text.
+
 Rules every implementation keeps (the conformance suite in
 :mod:`orchestration.store.conformance` checks each; the deciding code every bundled store runs
 is :mod:`orchestration.store._rules`):
@@ -312,7 +317,12 @@ class PlanStore(Protocol):
         *,
         expected_revision: int | None = None,
     ) -> AppendOk | AppendRefused:
-        """Append ops atomically, only while ``editable`` and (if given) at that revision."""
+        """Append ops atomically, only while ``editable`` and (if given) at that revision.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
         ...
 
     async def read_ops(
@@ -332,25 +342,54 @@ class PlanStore(Protocol):
         ...
 
     async def read_provenance(self, plan_id: str) -> PlanProvenance | None:
-        """The plan's lineage, or ``None`` when it was authored from scratch."""
+        """The plan's lineage, or ``None`` when it was authored from scratch.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
         ...
 
     async def read_state(self, plan_id: str) -> PlanStateRecord:
-        """The lifecycle state now, with the current digest and revision."""
+        """The lifecycle state now, with the current digest and revision.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
         ...
 
     async def fold(self, plan_id: str, *, revision: int | None = None) -> FoldResult:
-        """The plan folded at ``revision`` (default: current), with its current provenance."""
+        """The plan folded at ``revision`` (default: current), with its current provenance.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+            RevisionOutOfRangeError: ``revision`` outside ``[0, current]``.
+
+        """
         ...
 
     async def transition(
         self, plan_id: str, request: TransitionRequest
     ) -> TransitionOk | TransitionRefused:
-        """Compare-and-set the lifecycle state. Checks state, then digest, then legality."""
+        """Compare-and-set the lifecycle state. Checks state, then digest, then legality.
+
+        The approval of ``reviewable → executable`` is written in the same commit as the state,
+        so no reader ever sees an executable plan without its approval.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
         ...
 
     async def read_approval(self, plan_id: str) -> ApprovalRecord | None:
-        """The approval persisted with ``reviewable → executable``, or ``None``."""
+        """The approval persisted with ``reviewable → executable``, or ``None``.
+
+        Raises:
+            PlanNotFoundError: unknown plan.
+
+        """
         ...
 
     async def claim_run(

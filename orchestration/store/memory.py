@@ -19,6 +19,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from typing_extensions import override
+
 from orchestration.errors import PlanNotFoundError
 from orchestration.plan.ops import FoldResult, fold_ops
 from orchestration.run.log import LogEntry
@@ -42,6 +44,7 @@ from .base import (
     CreateOk,
     CreateRefused,
     PlanStateRecord,
+    PlanStore,
     RunOutcomeFilter,
     RunRecord,
     TransitionOk,
@@ -117,7 +120,7 @@ class _Plan:
         )
 
 
-class MemoryPlanStore:
+class MemoryPlanStore(PlanStore):
     """An in-process plan store; everything is lost when the object is.
 
     Args:
@@ -138,6 +141,7 @@ class MemoryPlanStore:
             raise PlanNotFoundError(_rules.plan_not_found_message(method, plan_id))
         return plan
 
+    @override
     async def create_plan(
         self,
         plan_id: str,
@@ -145,7 +149,6 @@ class MemoryPlanStore:
         label: str | None = None,
         provenance: TemplateProvenance | None = None,
     ) -> CreateOk | CreateRefused:
-        """Create an empty ``editable`` plan (revision 0); ``duplicate_id`` if it exists."""
         async with self._lock:
             if plan_id in self._plans:
                 return CreateRefused(reason="duplicate_id")
@@ -160,13 +163,10 @@ class MemoryPlanStore:
             )
             return CreateOk(plan_id=plan_id, revision=0, digest=view.digest)
 
+    @override
     async def clone_plan(
         self, source_id: str, new_id: str, *, at_revision: int | None = None
     ) -> CreateOk | CreateRefused:
-        """Copy the source's first ``at_revision`` ops (default: all) into a new editable plan.
-
-        Refusals, in check order: ``source_missing``, ``duplicate_id``, ``revision_missing``.
-        """
         async with self._lock:
             source = self._plans.get(source_id)
             if source is None:
@@ -191,6 +191,7 @@ class MemoryPlanStore:
             self._plans[new_id] = clone
             return CreateOk(plan_id=new_id, revision=revision, digest=clone.digest)
 
+    @override
     async def append_ops(
         self,
         plan_id: str,
@@ -198,12 +199,6 @@ class MemoryPlanStore:
         *,
         expected_revision: int | None = None,
     ) -> AppendOk | AppendRefused:
-        """Append ops atomically, only while ``editable`` and (if given) at that revision.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
         batch = _rules.wire_checked(ops)
         async with self._lock:
             plan = self._get("append_ops", plan_id)
@@ -220,6 +215,7 @@ class MemoryPlanStore:
                 plan.updated_at = self._clock()
             return AppendOk(revision=len(plan.ops), digest=plan.digest)
 
+    @override
     async def read_ops(
         self,
         plan_id: str,
@@ -227,62 +223,34 @@ class MemoryPlanStore:
         through_revision: int | None = None,
         since_lamport: int | None = None,
     ) -> list[PlanOp]:
-        """The log in append order: the first ``through_revision`` ops, then ``lamport >`` filter.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RevisionOutOfRangeError: ``through_revision`` outside ``[0, revision]``.
-
-        """
         async with self._lock:
             plan = self._get("read_ops", plan_id)
             ops = plan.ops[: _rules.checked_revision(plan_id, len(plan.ops), through_revision)]
         return _rules.ops_since(ops, since_lamport)
 
+    @override
     async def read_provenance(self, plan_id: str) -> PlanProvenance | None:
-        """The plan's lineage, or ``None`` when it was authored from scratch.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
         async with self._lock:
             return self._get("read_provenance", plan_id).provenance
 
+    @override
     async def read_state(self, plan_id: str) -> PlanStateRecord:
-        """The lifecycle state now, with the current digest and revision.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
         async with self._lock:
             plan = self._get("read_state", plan_id)
             return PlanStateRecord(state=plan.state, digest=plan.digest, revision=len(plan.ops))
 
+    @override
     async def fold(self, plan_id: str, *, revision: int | None = None) -> FoldResult:
-        """The plan folded at ``revision`` (default: current), with its current provenance.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-            RevisionOutOfRangeError: ``revision`` outside ``[0, current]``.
-
-        """
         async with self._lock:
             plan = self._get("fold", plan_id)
             ops = plan.ops[: _rules.checked_revision(plan_id, len(plan.ops), revision)]
             provenance = plan.provenance
         return fold_ops(plan_id, ops, provenance)
 
+    @override
     async def transition(
         self, plan_id: str, request: TransitionRequest
     ) -> TransitionOk | TransitionRefused:
-        """Compare-and-set the lifecycle state. Checks state, then digest, then legality.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
         async with self._lock:
             plan = self._get("transition", plan_id)
             refusal = _rules.screen_transition(plan_id, plan.state, plan.digest, request)
@@ -294,16 +262,12 @@ class MemoryPlanStore:
             plan.updated_at = self._clock()
             return TransitionOk(revision=len(plan.ops))
 
+    @override
     async def read_approval(self, plan_id: str) -> ApprovalRecord | None:
-        """The approval persisted with ``reviewable → executable``, or ``None``.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
         async with self._lock:
             return self._get("read_approval", plan_id).approval
 
+    @override
     async def claim_run(
         self,
         plan_id: str,
@@ -313,7 +277,6 @@ class MemoryPlanStore:
         execution: str | None = None,
         resume: bool = False,
     ) -> ClaimOk | ClaimRefused:
-        """Claim the plan's one run for ``execution`` (see ``PlanStore``)."""
         async with self._lock:
             plan = self._get("claim_run", plan_id)
             answer, record = _rules.screen_claim(
@@ -336,25 +299,20 @@ class MemoryPlanStore:
                     plan.run_claimed_at = plan.updated_at
             return answer
 
+    @override
     async def read_run_id(self, plan_id: str) -> str | None:
-        """The plan's run id, once claimed.
-
-        Raises:
-            PlanNotFoundError: unknown plan.
-
-        """
         async with self._lock:
             return self._get("read_run_id", plan_id).run_id
 
+    @override
     async def read_run(self, plan_id: str) -> RunRecord | None:
-        """The plan's run, or ``None`` before any claim (see ``PlanStore``)."""
         async with self._lock:
             return self._get("read_run", plan_id).run()
 
+    @override
     async def append_run_log(
         self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
     ) -> int:
-        """Write ``entries`` from position ``start``, idempotently (see ``PlanStore``)."""
         async with self._lock:
             plan = self._get("append_run_log", plan_id)
             append = _rules.screen_log_append(plan_id, plan.run(), run_id, start, entries)
@@ -367,15 +325,16 @@ class MemoryPlanStore:
                 plan.updated_at = self._clock()
             return write.length
 
+    @override
     async def read_run_log(
         self, plan_id: str, run_id: str | None = None, *, start: int = 0, limit: int | None = None
     ) -> list[LogEntry]:
-        """The run's log from ``start``, at most ``limit`` entries (see ``PlanStore``)."""
         async with self._lock:
             plan = self._get("read_run_log", plan_id)
             first, stop = _rules.screen_log_read(plan_id, plan.run(), run_id, start, limit)
             return plan.log[first:stop]
 
+    @override
     async def list_plans(
         self,
         *,
@@ -383,7 +342,6 @@ class MemoryPlanStore:
         limit: int | None = None,
         after: str | None = None,
     ) -> list[PlanSummary]:
-        """Summaries in creation order, optionally only those in ``state`` (see ``PlanStore``)."""
         count = _listing.screen_limit("list_plans", limit)
         async with self._lock:
             plans = list(self._plans.values())
@@ -394,6 +352,7 @@ class MemoryPlanStore:
             chosen = [p for p in plans if state is None or p.state == state]
             return [plan.summary() for plan in chosen[:count]]
 
+    @override
     async def list_runs(
         self,
         *,
@@ -402,7 +361,6 @@ class MemoryPlanStore:
         limit: int | None = None,
         after: str | None = None,
     ) -> list[RunSummary]:
-        """The plans' runs, newest claim first (see ``PlanStore``)."""
         count = _listing.screen_limit("list_runs", limit)
         wanted = _listing.screen_outcome(outcome)
         async with self._lock:
@@ -422,5 +380,6 @@ class MemoryPlanStore:
             ]
             return [plan.run_summary() for plan in chosen[:count]]
 
+    @override
     async def close(self) -> None:
         """Nothing to release: the plans live as long as the object."""
