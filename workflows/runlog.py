@@ -58,8 +58,9 @@ class _Capture(Interceptor):
                 finally:
                     instance = workflow.instance()
                     if isinstance(instance, PlanRun):
-                        sink.extend(instance._log)  # noqa: SLF001 - the log is the point
-                        offset.append(instance._offset)  # noqa: SLF001
+                        segment = instance._segment  # noqa: SLF001 - the log is the point
+                        sink.extend(segment.log)
+                        offset.append(segment.offset)
 
         return Inbound
 

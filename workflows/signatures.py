@@ -18,9 +18,10 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from workflows.plan_run import APPROVAL_SIGNATURES
+__all__ = ["APPROVAL_SIGNATURES", "SignedApprovalsOnly", "verified_signatures"]
 
-__all__ = ["SignedApprovalsOnly", "verified_signatures"]
+APPROVAL_SIGNATURES = "orchestration.approval_signatures"
+"""Extern function a worker with approval keys registers; its presence turns verification on."""
 
 _VERIFY = "plan.verify_approval"
 

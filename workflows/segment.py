@@ -1,0 +1,183 @@
+"""This execution's part of a run's log, kept in workflow state: record, page, count, mirror.
+
+A run that continues as new is a chain of executions; each holds only its own *segment* of the
+compact log (:mod:`orchestration.run.log`), from global index :attr:`Segment.offset` on. Earlier
+segments are in the plan store, and so is this one once mirrored: ``plan.mirror`` (a local
+activity, idempotent by position) writes the unmirrored tail in chunks, so no payload nears
+Temporal's 2 MiB limit however long the segment grew. For the same reason the ``events`` query
+is served in pages (:meth:`Segment.page`), bounded by count and by size.
+
+The segment also keeps the run's settle counts, carried across continue-as-new
+(:meth:`Segment.carry`, :meth:`Segment.continue_from`) so the result counts the whole run, and
+counts each entry once on the worker's metrics.
+
+This module is passed through the workflow sandbox (see :mod:`workflows.plan_run`): it reads no
+clock, randomness or environment, and its state lives in instances a run owns.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from orchestration.run.checkpoint import Checkpoint
+from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
+from orchestration.run.messages import ContinuedRun, LogPage, MirrorRequest
+from workflows.port import LOCAL_TIMEOUT
+
+__all__ = ["PAGE_LIMIT", "Segment", "counts_of"]
+
+PAGE_LIMIT = 2000
+"""Most entries one ``events`` page holds."""
+
+_PAGE_BYTES = 1_000_000
+_MIRROR_EVERY = 4000
+_MIRROR_CHUNK = 2000
+
+
+class Segment:
+    """The log entries this execution recorded, where they start, and what they counted.
+
+    A new segment opens a fresh run's log; :meth:`continue_from` and :meth:`resume_after` set
+    it to go on from what earlier executions recorded.
+
+    Attributes:
+        plan_id: The plan whose run record the segment is mirrored into.
+        log: The entries this execution recorded, in order.
+        offset: The global index of the segment's first entry (entries recorded before it).
+        mirrored: How far (global index) the run's log is in the plan store.
+        number: Which execution of the run this is (1 for the first).
+        counts: Settlements so far, this segment's and earlier ones', by status.
+
+    """
+
+    def __init__(self, plan_id: str) -> None:
+        self.plan_id = plan_id
+        self.log: list[LogEntry] = []
+        self.offset = 0
+        self.mirrored = 0
+        self.number = 1
+        self.counts = {"ok": 0, "failed": 0, "skipped": 0}
+        self._kinds: dict[int, str] = {}
+
+    def continue_from(self, continued: ContinuedRun) -> None:
+        """Go on from the execution before this one, which carried ``continued`` (:meth:`carry`)."""
+        self.offset = self.mirrored = continued.entries_before
+        self.number = continued.segments + 1
+        self.counts = {
+            "ok": continued.settled,
+            "failed": continued.failed,
+            "skipped": continued.skipped,
+        }
+
+    def resume_after(self, previous: list[LogEntry]) -> None:
+        """Go on from a resumed run's log: start after ``previous``, which is already stored."""
+        self.offset = self.mirrored = len(previous)
+        self.counts = counts_of(previous)
+
+    @property
+    def total(self) -> int:
+        """The run's log length so far: entries before this segment and in it."""
+        return self.offset + len(self.log)
+
+    def carry(self, checkpoint: Checkpoint) -> ContinuedRun:
+        """What the next execution needs to go on from ``checkpoint`` (the log stays behind)."""
+        return ContinuedRun(
+            checkpoint=checkpoint,
+            segments=self.number,
+            entries_before=self.total,
+            settled=self.counts["ok"],
+            failed=self.counts["failed"],
+            skipped=self.counts["skipped"],
+        )
+
+    def record(self, entries: list[LogEntry]) -> None:
+        """Append ``entries``, counting their settlements and, once, on the worker's metrics."""
+        if not entries:
+            return
+        _count(entries, self._kinds)
+        for entry in entries:
+            if type(entry) is LogSettle:
+                self.counts[entry.status] += 1
+        self.log.extend(entries)
+
+    async def mirror(self, *, everything: bool = False) -> None:
+        """Write the unmirrored tail into the plan store, in chunks, in order.
+
+        Without ``everything``, only once the tail is a few thousand entries long. Call it only
+        for a run that holds its plan's claim: the run record is the claimant's.
+        """
+        total = self.total
+        if not everything and total - self.mirrored < _MIRROR_EVERY:
+            return
+        while self.mirrored < total:
+            start = self.mirrored
+            chunk = self.log[start - self.offset : start - self.offset + _MIRROR_CHUNK]
+            await workflow.execute_local_activity(
+                "plan.mirror",
+                MirrorRequest(
+                    plan_id=self.plan_id,
+                    run_id=workflow.info().workflow_id,
+                    start=start,
+                    entries=tuple(chunk),
+                ),
+                summary=f"log entries {start}–{start + len(chunk) - 1} to the plan store",
+                start_to_close_timeout=LOCAL_TIMEOUT,
+            )
+            self.mirrored = start + len(chunk)
+
+    def page(self, since: int, limit: int, *, done: bool) -> LogPage:
+        """Entries from global index ``since`` (this segment's), at most ``limit``, under 1 MB.
+
+        A page holds at least one entry when any is left, however large.
+        """
+        start = max(0, since - self.offset)
+        limit = max(1, min(limit, PAGE_LIMIT))
+        page: list[LogEntry] = []
+        size = 0
+        for entry in self.log[start : start + limit]:
+            size += len(entry.model_dump_json())
+            if page and size > _PAGE_BYTES:
+                break
+            page.append(entry)
+        return LogPage(
+            entries=tuple(page),
+            next=self.offset + start + len(page),
+            total=self.total,
+            segment_offset=self.offset,
+            done=done,
+        )
+
+
+def counts_of(log: list[LogEntry]) -> dict[str, int]:
+    """Settlements in ``log``, by status (``ok``, ``failed``, ``skipped``)."""
+    counts = {"ok": 0, "failed": 0, "skipped": 0}
+    for entry in log:
+        if type(entry) is LogSettle:
+            counts[entry.status] += 1
+    return counts
+
+
+def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
+    """Count log entries on the worker's metrics (kinds: each frame's node kind, kept here).
+
+    ``workflow.metric_meter()`` records nothing while a workflow task replays, so each fact is
+    counted once however often history is replayed: ``plan_nodes_started`` (by ``kind``),
+    ``plan_nodes_settled`` (by ``kind`` and ``status``), ``plan_runs_settled`` (by ``outcome``)
+    and, where the loss is seen (:func:`workflows.port.attempt_from_error`),
+    ``plan_indeterminate_frames`` (a frame halted or retried because its outcome was lost).
+    """
+    meter = workflow.metric_meter()
+    for entry in entries:
+        if isinstance(entry, LogEdge):
+            kinds[entry.frame] = entry.node_kind
+        elif isinstance(entry, LogStart):
+            kinds[0] = "entry"
+        elif isinstance(entry, LogEnter):
+            if entry.attempt == 1:
+                frame_kind = kinds.get(entry.frame, "join")
+                meter.create_counter("plan_nodes_started").add(1, {"kind": frame_kind})
+        elif isinstance(entry, LogSettle):
+            attributes = {"kind": kinds.get(entry.frame, "join"), "status": entry.status}
+            meter.create_counter("plan_nodes_settled").add(1, attributes)
+        elif isinstance(entry, LogEnd):
+            meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})
