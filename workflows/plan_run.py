@@ -133,6 +133,7 @@ class PlanRun:
                 fast=fast,
                 record=self._record,
                 on_cancel=self._on_cancel,
+                before_wait=self._mirror_while_waiting,
             )
             driver = RunDriver(engine, port, request.settings.retry, self._inbox)
             if await driver.run() == "checkpoint":
@@ -162,6 +163,18 @@ class PlanRun:
         """Write the whole log into the plan store: only a claimed run owns the run record."""
         if self._claimed:
             await self._segment.mirror(everything=True)
+
+    async def _mirror_while_waiting(self) -> None:
+        """Mirror before the loop waits, so the store's copy keeps up with a live run.
+
+        The whole log when a frame waits for an operator (a run can wait for days, and the
+        store's copy is what a reader sees without a worker), else the tail once it is a few
+        thousand entries long. Histories recorded before this mirror existed replay without it.
+        """
+        engine = self._engine
+        if not self._claimed or engine is None or not workflow.patched("mirror-while-waiting"):
+            return
+        await self._segment.mirror(everything=bool(engine.halted))
 
     def _continuation(
         self, request: PlanRunInput, view: RawPlanView, checkpoint: Checkpoint

@@ -24,7 +24,7 @@ sandbox does not check it: it reads no clock, randomness or environment except t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -144,6 +144,7 @@ class WorkflowPort:
         fast: The tools run as local activities (:func:`fast_tools`).
         record: Where the loop's log entries go.
         on_cancel: Told when the run is cancelled, so the run can end Canceled once it settles.
+        before_wait: Awaited each time before the loop waits (the workflow mirrors its log).
 
     """
 
@@ -156,6 +157,7 @@ class WorkflowPort:
         fast: frozenset[str],
         record: Callable[[list[LogEntry]], None],
         on_cancel: Callable[[], None],
+        before_wait: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.view = view
         self.approval = request.approval
@@ -167,6 +169,7 @@ class WorkflowPort:
         self.cells = inline_cells()
         self._record = record
         self._on_cancel = on_cancel
+        self._before_wait = before_wait
 
     def now(self) -> str:
         """``workflow.now()``, the time history recorded for this workflow task."""
@@ -182,6 +185,8 @@ class WorkflowPort:
         The loop then stops the run gracefully, so the log records why it ended.
         """
         try:
+            if self._before_wait is not None and not ready():
+                await self._before_wait()
             await workflow.wait_condition(ready)
         except BaseException as exc:
             if not is_cancelled_exception(exc):

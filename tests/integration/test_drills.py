@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
+from orchestration.run.expand import expand_log
 from orchestration.run.fold import fold_run
 from orchestration.run.messages import RunSettings, RunStatus
 from orchestration.store.sqlite import SqlitePlanStore
@@ -140,6 +141,10 @@ async def test_non_replay_safe_call_killed_halts_for_the_operator(
                 await asyncio.sleep(0.2)
 
         frame = await asyncio.wait_for(halted(), timeout=60)
+        # While it waits for the operator, the plan store already holds the log up to the halt:
+        # a reader without a worker sees why the run is waiting.
+        waiting = expand_log(await store.read_run_log(view.plan_id))
+        assert waiting[-1].kind == "run_interrupted", [e.kind for e in waiting]
         runs = TemporalRuns(client, store, task_queue=task_queue)
         with pytest.raises(Exception, match="not halted"):
             await runs.resolve(view.plan_id, "nope:", "retry")  # type: ignore[attr-defined]
