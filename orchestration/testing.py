@@ -66,7 +66,9 @@ from orchestration.types import (
     EntryNode,
     EnumField,
     InterruptionCause,
+    JoinDefinition,
     JoinNode,
+    JoinStrategy,
     NumberField,
     PlanBounds,
     PlanEdge,
@@ -252,9 +254,11 @@ class PlanSketch:
             )
         )
 
-    def join(self, node_id: str) -> PlanSketch:
-        """A diamond join."""
-        return self.add(JoinNode(id=node_id))
+    def join(self, node_id: str, strategy: JoinStrategy | None = None) -> PlanSketch:
+        """A diamond join (``strategy``: ``"any"``, ``JoinQuorum(quorum=N)``; default all)."""
+        if strategy is None:
+            return self.add(JoinNode(id=node_id))
+        return self.add(JoinNode(id=node_id, definition=JoinDefinition(strategy=strategy)))
 
     def edge(
         self, source: str, target: str, handle: str = "always", *, edge_id: str | None = None

@@ -71,6 +71,8 @@ __all__ = [
     "InterruptionCause",
     "JoinArrival",
     "JoinDefinition",
+    "JoinQuorum",
+    "JoinStrategy",
     "JoinNode",
     "JoinSegment",
     "JoinState",
@@ -337,10 +339,36 @@ class SelectDefinition(WireModel):
     cases: tuple[str, ...]
 
 
+class JoinQuorum(WireModel):
+    """``{quorum: N}``: the barrier closes once ``N`` of its fork→join routes have arrived."""
+
+    quorum: int = Field(ge=1)
+
+
+JoinStrategy = Literal["all", "any"] | JoinQuorum
+"""How many of a join's fork→join routes close its barrier: every one (``all``), the first
+(``any``), or ``{quorum: N}``. Once the barrier closes, the frames still on its other routes
+(queued, in flight or halted) are cancelled and recorded ``skipped`` with reason
+``join_cancelled``: the join's output names the routes that arrived."""
+
+
 class JoinDefinition(WireModel):
-    """A diamond barrier. Nothing to configure: the fork and ``required`` come from the graph."""
+    """A diamond barrier; the fork and its routes come from the graph.
+
+    ``strategy`` absent is ``all`` (the contract's barrier), so a plan without one keeps its
+    digest.
+    """
 
     kind: Literal["diamond"] | None = None
+    strategy: JoinStrategy | None = None
+
+    @property
+    def needed(self) -> int | None:
+        """Arrivals that close the barrier (``None``: all of its routes)."""
+        strategy = self.strategy
+        if strategy is None or strategy == "all":
+            return None
+        return 1 if strategy == "any" else strategy.quorum
 
 
 NodeDefinition = (
@@ -818,10 +846,12 @@ class OutcomeFailed(WireModel):
 
 
 class OutcomeSkipped(WireModel):
-    """An indeterminate call resolved by ``skip``."""
+    """A frame that settled without running to an outcome: see ``reason``."""
 
     status: Literal["skipped"] = "skipped"
-    reason: Literal["indeterminate_skip"] = "indeterminate_skip"
+    reason: Literal["indeterminate_skip", "join_cancelled"] = "indeterminate_skip"
+    """``indeterminate_skip``: a lost call resolved by ``skip``; ``join_cancelled``: a frame on
+    a route its join no longer waits for (an ``any`` or quorum join closed without it)."""
 
 
 NodeOutcome = Annotated[OutcomeOk | OutcomeFailed | OutcomeSkipped, Field(discriminator="status")]

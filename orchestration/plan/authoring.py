@@ -47,7 +47,10 @@ from orchestration.types import (
     EmitValue,
     EntryDefinition,
     EntryNode,
+    JoinDefinition,
     JoinNode,
+    JoinQuorum,
+    JoinStrategy,
     PlanBounds,
     PlanEdge,
     PlanNode,
@@ -260,9 +263,24 @@ class PlanAuthor:
         definition = SelectDefinition(evaluator=evaluator, predicate=predicate, cases=tuple(cases))
         return self.add_node(SelectNode(id=node_id, phase=phase, definition=definition))
 
-    def join(self, node_id: str, *, phase: str | None = None) -> AddNodeOp:
-        """Add a diamond join barrier."""
-        return self.add_node(JoinNode(id=node_id, phase=phase))
+    def join(
+        self,
+        node_id: str,
+        *,
+        strategy: Literal["all", "any"] | int | None = None,
+        phase: str | None = None,
+    ) -> AddNodeOp:
+        """Add a diamond join barrier.
+
+        ``strategy``: ``"any"`` closes it at the first arrival, an integer ``N`` at ``N``
+        arrivals (``{quorum: N}``); the frames still on its other routes are cancelled. The
+        default (or ``"all"``) waits for every route, as the contract's join does.
+        """
+        chosen: JoinStrategy | None = (
+            JoinQuorum(quorum=strategy) if isinstance(strategy, int) else strategy
+        )
+        definition = JoinDefinition() if chosen is None else JoinDefinition(strategy=chosen)
+        return self.add_node(JoinNode(id=node_id, phase=phase, definition=definition))
 
     def remove_node(self, node_id: str, incident_edge_ids: Sequence[str] = ()) -> RemoveNodeOp:
         """Remove a node and the incident edges named (record them so the fold commutes)."""

@@ -45,6 +45,7 @@ from orchestration.types import (
     EnumField,
     FieldChange,
     InterruptionCause,
+    JoinDefinition,
     NodeOutput,
     PlanDiff,
     PlanEdge,
@@ -368,7 +369,7 @@ def _node_block(
         )
         lines.append(f"{_INDENT}cases: {', '.join(d.cases) if d.cases else '(none)'}")
     elif node.kind == "join":
-        lines += _join(structure, index)
+        lines += _join(structure, index, d)
     lines += _next(structure, index, steps, run)
     return lines
 
@@ -431,7 +432,7 @@ def _call(
     return lines
 
 
-def _join(structure: PlanStructure, index: int) -> list[str]:
+def _join(structure: PlanStructure, index: int, definition: object) -> list[str]:
     graph = structure.graph
     incoming = [
         f"{graph.edge_ids[e]} from {graph.ids[graph.src[e]]}" for e in graph.in_edges[index]
@@ -442,9 +443,22 @@ def _join(structure: PlanStructure, index: int) -> list[str]:
             f"{_INDENT}barrier: NOT a valid diamond (see the issues); incoming: "
             f"{', '.join(incoming) or '(none)'}"
         ]
+    fork = graph.ids[shape.fork]
+    needed = definition.needed if isinstance(definition, JoinDefinition) else None
+    if needed is None or needed >= shape.routes:
+        barrier = (
+            f"{_INDENT}barrier: waits for {shape.routes} arrivals from the fork at `{fork}`, "
+            "then continues once"
+        )
+    else:
+        first = "the first arrival" if needed == 1 else f"the first {needed} arrivals"
+        barrier = (
+            f"{_INDENT}barrier: continues after {first} of {shape.routes} from the fork at "
+            f"`{fork}`; the steps still running or waiting on the other routes are CANCELLED "
+            "(a call already under way may have had its effect)"
+        )
     return [
-        f"{_INDENT}barrier: waits for {shape.routes} arrivals from the fork at "
-        f"`{graph.ids[shape.fork]}`, then continues once",
+        barrier,
         f"{_INDENT}arrivals: {', '.join(incoming)}",
         f"{_INDENT}emits: one item per arrival, fields via, from, branch",
     ]

@@ -139,7 +139,7 @@ class RunDriver:
         self.inbox = inbox or Inbox()
         self.on_halt = on_halt
         self._completed: list[_Completed] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._checkpointing = False
 
     @property
@@ -151,6 +151,11 @@ class RunDriver:
         entries = self.engine.drain()
         if entries:
             self.port.record(entries)
+        # Frames a join stopped waiting for are settled already; stop their work.
+        for key in self.engine.drain_cancelled():
+            task = self._tasks.pop(key, None)
+            if task is not None:
+                task.cancel()
 
     def _launch(self, dispatch: Dispatch, delay: float = 0.0) -> None:
         async def attempt() -> None:
@@ -165,9 +170,15 @@ class RunDriver:
                 )
             self._completed.append(_Completed(dispatch, outcome))
 
+        key = dispatch.key
         task = asyncio.create_task(attempt())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[key] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._tasks.get(key) is done:
+                del self._tasks[key]
+
+        task.add_done_callback(forget)
 
     def _has_news(self) -> bool:
         engine, inbox = self.engine, self.inbox

@@ -34,6 +34,7 @@ from orchestration.run.engine.builders import (
 from orchestration.run.fold import fold_run
 from orchestration.run.log import (
     LogArrive,
+    LogCancel,
     LogEdge,
     LogEnd,
     LogEnter,
@@ -206,6 +207,10 @@ class LogExpander:
             else:
                 outcome = OutcomeSkipped()
             return node_settled(ref(frame), outcome, entry.verdict, entry.at)
+        if kind is LogCancel:
+            assert isinstance(entry, LogCancel)
+            cancelled = OutcomeSkipped(reason="join_cancelled")
+            return node_settled(ref(trace.frames[entry.frame]), cancelled, None, entry.at)
         if kind is LogSnapshot or kind is LogArrive:
             return self._snapshot(entry.at) if snapshot else None  # type: ignore[union-attr]
         if kind is LogInterrupt:

@@ -48,6 +48,7 @@ from orchestration.types import (
 __all__ = [
     "LOG_ADAPTER",
     "LogArrive",
+    "LogCancel",
     "LogEdge",
     "LogEnd",
     "LogEnter",
@@ -138,6 +139,20 @@ class LogSettle(WireModel):
     at: str
 
 
+class LogCancel(WireModel):
+    """``node_settled`` ``skipped``, reason ``join_cancelled``: a route its join gave up on.
+
+    An ``any`` or quorum join closes before all its routes arrive; every frame still on the
+    other routes of that barrier (queued, in flight or halted) is cancelled at that moment and
+    fires no edge. A call already in flight may have had its effect: the host asks for its
+    cancellation, and whatever it reports afterwards is not recorded.
+    """
+
+    kind: Literal["cancel"] = "cancel"
+    frame: int
+    at: str
+
+
 class LogArrive(WireModel):
     """A join arrival parked at its open barrier; also a ``frontier_snapshot`` point.
 
@@ -189,6 +204,7 @@ LogEntry = Annotated[
     | LogArrive
     | LogMerge
     | LogSettle
+    | LogCancel
     | LogSnapshot
     | LogInterrupt
     | LogEnd,

@@ -35,6 +35,7 @@ from orchestration.errors import MalformedRunLogError
 from orchestration.run.engine.builders import edge_segment, join_segment
 from orchestration.run.log import (
     LogArrive,
+    LogCancel,
     LogEdge,
     LogEnd,
     LogEnter,
@@ -228,6 +229,13 @@ class LogTrace(Generic[T, A]):
         elif kind is LogSettle:
             assert isinstance(entry, LogSettle)
             self._settle(entry)
+        elif kind is LogCancel:
+            assert isinstance(entry, LogCancel)
+            cancelled = self.frame(entry.frame)
+            cancelled.after = (cancelled.outputs, cancelled.artifacts)
+            cancelled.status = "skipped"
+            self.frontier.pop(cancelled.number, None)
+            self.halted.pop(cancelled.number, None)
         elif kind is LogArrive:
             assert isinstance(entry, LogArrive)
             arrival = self.frame(entry.frame)

@@ -21,7 +21,7 @@ from orchestration.store.base import PlanStore
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import approve_into
 from orchestration.types import RunProjection
-from tests.support.scenarios import CELLS, SETTINGS, Scenario, make_tools
+from tests.support.scenarios import CELLS, Scenario, make_tools
 
 __all__ = ["InProcessHost", "TemporalHost", "replay_all", "strip_times"]
 
@@ -69,7 +69,9 @@ class InProcessHost:
         store = SqlitePlanStore(self.folder / f"{plan_id}.sqlite3")
         try:
             await approve_into(store, scenario.build(plan_id))
-            runs = InProcessRuns(store, FrameWork(make_tools(), cells=CELLS), settings=SETTINGS)
+            runs = InProcessRuns(
+                store, FrameWork(make_tools(), cells=CELLS), settings=scenario.settings
+            )
             run = await runs.start(
                 plan_id,
                 scenario.run_input,
@@ -107,7 +109,7 @@ class TemporalHost:
             )
             async with worker:
                 runs = TemporalRuns(
-                    self.client, store, task_queue=self.task_queue, settings=SETTINGS
+                    self.client, store, task_queue=self.task_queue, settings=scenario.settings
                 )
                 handle = await runs.start(plan_id, dict(scenario.run_input))
                 waiting = asyncio.ensure_future(handle.result())

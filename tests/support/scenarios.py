@@ -27,6 +27,8 @@ from orchestration.tools.contracts import BranchVerdict, PredicateContext
 from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     BranchNode,
+    JoinQuorum,
+    JoinStrategy,
     NumberField,
     RawPlanView,
     RunProjection,
@@ -105,6 +107,11 @@ def make_tools() -> Toolbox:
             await asyncio.sleep(4)
         return {"value": "found", "n": 1}
 
+    @tools.tool("nap")
+    async def nap(seconds: float) -> dict[str, Any]:
+        await asyncio.sleep(seconds)
+        return {"value": "awake", "n": 0}
+
     @tools.tool("lost")
     async def lost(context: ToolContext) -> dict[str, Any]:
         attempt(context)
@@ -143,6 +150,9 @@ class Scenario:
     outcome: str
     decisions: Mapping[str, Decision] = field(default_factory=dict)
     check: Callable[[RunProjection], None] | None = None
+    settings: RunSettings = SETTINGS
+    """How the run is configured on both hosts (one frame at a time, unless a scenario needs
+    frames in flight together; its timings must then order the completions the same way)."""
 
 
 def _measure_key() -> str:
@@ -292,6 +302,48 @@ def unsatisfiable(plan_id: str) -> RawPlanView:
     )
 
 
+def racing_join(strategy: JoinStrategy, naps: tuple[float, ...]) -> Callable[[str], RawPlanView]:
+    """fork → one arm per nap (a call sleeping that long) → join(``strategy``) → after."""
+
+    def build(plan_id: str) -> RawPlanView:
+        s = PlanSketch(plan_id, max_concurrent_frames=8).entry(StringField(path="s"))
+        s.call("fork", "stamp", output=VALUE).call("after", "stamp", output=VALUE)
+        s.join("j", strategy).edge("entry", "fork").edge("j", "after")
+        for i, seconds in enumerate(naps):
+            s.call(f"arm{i}", "nap", args={"seconds": seconds}, output=VALUE)
+            s.edge("fork", f"arm{i}").edge(f"arm{i}", "j")
+        return s.view()
+
+    return build
+
+
+def quorum_unsatisfiable(plan_id: str) -> RawPlanView:
+    """Two of three arms fail (each handled by an error edge away from the join): a quorum of
+    two can no longer be met once the third has arrived."""
+    s = PlanSketch(plan_id).entry(StringField(path="s"))
+    s.call("fork", "stamp", output=VALUE).join("j", JoinQuorum(quorum=2))
+    s.call("ok", "stamp", output=VALUE).call("after", "stamp", output=VALUE)
+    s.edge("entry", "fork").edge("fork", "ok").edge("ok", "j").edge("j", "after")
+    for arm in ("bad1", "bad2"):
+        s.call(arm, "boom", output=VALUE).call(f"{arm}_rescue", "stamp", output=VALUE)
+        s.edge("fork", arm).edge(arm, "j").edge(arm, f"{arm}_rescue", "error")
+    return s.view()
+
+
+CONCURRENT = SETTINGS.model_copy(update={"max_in_flight": 8})
+"""Frames in flight together, for the joins that cancel the arms still running."""
+
+
+def _cancelled(*nodes: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        assert projection.outcome == "completed"
+        for node in nodes:
+            assert projection.node_status_by_id[node] == "skipped", projection.node_status_by_id
+        assert projection.node_status_by_id["after"] == "done"
+
+    return check
+
+
 def _status(node: str, status: str) -> Callable[[RunProjection], None]:
     def check(projection: RunProjection) -> None:
         assert projection.node_status_by_id.get(node, "pending") == status, (
@@ -363,4 +415,19 @@ SCENARIOS: dict[str, Scenario] = {
     "missing_value_fails": Scenario(missing("fail"), {"s": "x"}, "aborted"),
     "missing_value_omitted": Scenario(missing("omit"), {"s": "x"}, "completed"),
     "join_unsatisfiable": Scenario(unsatisfiable, {"n": 1}, "halted"),
+    "join_any_cancels_the_rest": Scenario(
+        racing_join("any", (0.0, 1.2, 1.2)),
+        {"s": "x"},
+        "completed",
+        check=_cancelled("arm1", "arm2"),
+        settings=CONCURRENT,
+    ),
+    "join_quorum_cancels_the_last": Scenario(
+        racing_join(JoinQuorum(quorum=2), (0.0, 0.3, 1.2)),
+        {"s": "x"},
+        "completed",
+        check=_cancelled("arm2"),
+        settings=CONCURRENT,
+    ),
+    "join_quorum_unsatisfiable": Scenario(quorum_unsatisfiable, {"s": "x"}, "halted"),
 }

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from orchestration.review.validation.context import CheckContext
-from orchestration.review.validation.issues import blocking, quote_list
-from orchestration.types import PlanIssue, SelectDefinition
+from orchestration.review.validation.issues import advisory, blocking, quote_list
+from orchestration.types import JoinDefinition, JoinQuorum, PlanIssue, SelectDefinition
 
 __all__ = [
     "check_handles",
@@ -344,4 +344,41 @@ def check_joins(ctx: CheckContext) -> list[PlanIssue]:
                     node_id=join,
                 )
             )
+        else:
+            issues += _strategy_issues(ctx, join, fork, shape.routes)
     return issues
+
+
+def _strategy_issues(ctx: CheckContext, join: str, fork: str, routes: int) -> list[PlanIssue]:
+    """A quorum the join's routes can never meet is refused; so is one that only says ``all``.
+
+    Without this a ``{quorum: N}`` above the number of fork→join routes would freeze and then
+    halt every run ``join_unsatisfiable``.
+    """
+    node = ctx.by_id.get(join)
+    definition = node.definition if node is not None else None
+    if not isinstance(definition, JoinDefinition) or not isinstance(
+        definition.strategy, JoinQuorum
+    ):
+        return []
+    quorum = definition.strategy.quorum
+    if quorum > routes:
+        return [
+            blocking(
+                "join_quorum_unreachable",
+                f'Join "{join}" waits for a quorum of {quorum} but has only {routes} route(s) '
+                f'from its fork "{fork}", so no run could ever pass it: lower the quorum to at '
+                f'most {routes}, or use "any" or "all".',
+                node_id=join,
+            )
+        ]
+    if quorum == routes:
+        return [
+            advisory(
+                "join_quorum_is_all",
+                f'Join "{join}" waits for a quorum of {quorum} of its {routes} routes, which is '
+                'every route: drop the strategy (or say "all") so the plan reads as it runs.',
+                node_id=join,
+            )
+        ]
+    return []

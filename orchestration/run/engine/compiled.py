@@ -37,7 +37,7 @@ from orchestration.plan.graph import (
 from orchestration.run.engine.builders import edge_segment, join_segment
 from orchestration.run.routes import EdgeSegment, JoinSegment, edge_token, segments_key
 from orchestration.tools.contracts import BranchVerdict, SelectVerdict
-from orchestration.types import PlanNode, RawPlanView
+from orchestration.types import JoinDefinition, PlanNode, RawPlanView
 
 __all__ = ["CompiledPlan", "Hop", "JoinFacts"]
 
@@ -82,6 +82,8 @@ class JoinFacts:
         segment_key: ``segments_key`` of that one segment.
         region_nodes: The nodes from which a frame can still deliver an arrival, in
             topological order.
+        needed: Arrivals that close the barrier: ``required`` for an ``all`` join, 1 for
+            ``any``, ``N`` for ``{quorum: N}``.
 
     """
 
@@ -91,6 +93,7 @@ class JoinFacts:
     segment: JoinSegment
     segment_key: str
     region_nodes: tuple[str, ...]
+    needed: int
 
 
 class CompiledPlan:
@@ -288,6 +291,8 @@ class CompiledPlan:
         region_nodes = (*inside, node_id)
         incoming = tuple(sorted(graph.edge_ids[e] for e in graph.in_edges[join]))
         segment = join_segment(node_id, incoming)
+        definition = self.nodes[node_id].definition
+        needed = definition.needed if isinstance(definition, JoinDefinition) else None
         return JoinFacts(
             node_id=node_id,
             fork=fork,
@@ -295,4 +300,5 @@ class CompiledPlan:
             segment=segment,
             segment_key=segments_key((segment,)),
             region_nodes=region_nodes,
+            needed=required if needed is None else needed,
         )

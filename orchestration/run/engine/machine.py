@@ -76,6 +76,7 @@ from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.inputs import check_run_input
 from orchestration.run.log import (
     LogArrive,
+    LogCancel,
     LogEnd,
     LogEntry,
     LogInterrupt,
@@ -219,6 +220,8 @@ class RunEngine:
         self._running: dict[str, Frame] = {}
         self._halted: dict[str, InterruptionCause] = {}
         self._recovered: dict[str, None] = {}
+        # In-flight frames cancelled because their join closed without them, for the host.
+        self._cancelled: list[str] = []
         self._barriers: dict[tuple[str, int], Barrier] = {}
         # Open barriers by the region nodes they watch, and those no live frame can reach.
         self._watch: dict[str, list[Barrier]] = {}
@@ -544,6 +547,17 @@ class RunEngine:
         """What was handed out for the in-flight frame ``key``, or ``None``."""
         frame = self._running.get(key)
         return None if frame is None else frame.dispatch
+
+    def drain_cancelled(self) -> list[str]:
+        """Keys of in-flight frames cancelled since the last call, for the host to stop.
+
+        An ``any`` or quorum join that closes settles the frames still on its other routes at
+        once (``cancel`` in the log), so the run moves on without them; their work is wasted
+        and the host should cancel it. A result that still arrives for such a key is not in
+        flight any more and must be dropped (``settle`` refuses it).
+        """
+        cancelled, self._cancelled = self._cancelled, []
+        return cancelled
 
     def drain(self) -> list[LogEntry]:
         """Hand over the log entries recorded since the last drain, in order.
@@ -1055,6 +1069,8 @@ class RunEngine:
         self._close_watch(barrier)
         self._invalidate_joins()
         facts = barrier.facts
+        if len(barrier.arrivals) < facts.required:
+            self._cancel_rest(barrier, at)
         plan = self._plan
         number = self._new_number()
         route = barrier.prefix.child(facts.segment, facts.segment_key, facts.node_id, number)
@@ -1081,6 +1097,31 @@ class RunEngine:
             )
         )
         self._settle_ok(merged, items, None, at)
+
+    def _cancel_rest(self, barrier: Barrier, at: str) -> None:
+        """An ``any`` or quorum barrier closed early: cancel every frame still on its routes.
+
+        Those are the live frames on the join's region (the join's own queued arrivals
+        included) whose route passes this barrier's fork frame. Each is recorded ``cancel`` and
+        fires no edge; an in-flight one is handed to the host to stop (:meth:`drain_cancelled`).
+        """
+        fork, prefix = barrier.facts.fork, barrier.prefix
+        doomed = [
+            frame
+            for node_id in barrier.facts.region_nodes
+            for frame in self._live.get(node_id, {}).values()
+            if frame.route.ancestor_at(fork) is prefix
+        ]
+        for frame in doomed:
+            key = frame.ident
+            if key in self._running:
+                self._release(key)
+                self._halted.pop(key, None)
+                self._cancelled.append(key)
+            else:
+                self._queue.remove(frame)
+            self._remove_live(frame)
+            self._record(LogCancel(frame=frame.number, at=at))
 
     def _open_barrier(self, barrier: Barrier) -> None:
         """Open a barrier: count the live frames that may still arrive, and watch its region."""

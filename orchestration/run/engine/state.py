@@ -106,8 +106,8 @@ class Barrier:
 
     @property
     def complete(self) -> bool:
-        """Whether every fork→join route has arrived."""
-        return len(self.arrivals) >= self.facts.required
+        """Whether enough fork→join routes have arrived: all of them, or the join's quorum."""
+        return len(self.arrivals) >= self.facts.needed
 
     def add(self, arrival: Frame) -> bool:
         """Record an arrival; a repeat of one (edge, route) pair is ignored (returns False)."""

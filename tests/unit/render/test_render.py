@@ -153,3 +153,19 @@ def test_a_short_replay_safe_call_says_it_runs_as_a_local_activity() -> None:
     assert marker not in blocks["risky"]  # not replay-safe: an ordinary activity regardless
     assert marker not in blocks["slow"]
     assert fast.count(marker) == 1
+
+
+def test_a_join_that_closes_early_says_what_it_cancels() -> None:
+    """An ``any`` or quorum join states the arrivals it continues after and the cancellation."""
+    from orchestration.types import JoinQuorum
+
+    def plan(strategy: object) -> str:
+        sketch = PlanSketch("p-join").entry().call("f", "t.f").join("j", strategy)  # type: ignore[arg-type]
+        for arm in ("a", "b", "c"):
+            sketch.call(arm, "t.x").edge("f", arm).edge(arm, "j")
+        return render_plan(sketch.edge("entry", "f").view(), "operator")
+
+    assert "waits for 3 arrivals from the fork at `f`" in plan(None)
+    assert "continues after the first arrival of 3" in plan("any")
+    quorum = plan(JoinQuorum(quorum=2))
+    assert "continues after the first 2 arrivals of 3" in quorum and "CANCELLED" in quorum

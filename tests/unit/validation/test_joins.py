@@ -62,3 +62,31 @@ def test_unreachable_join_has_no_fork() -> None:
         ("join_no_fork", "j", "blocking"),
     ]
     assert "single ancestor opened" in issues[1].message
+
+
+def _three_arms(strategy: str | int | None) -> list:  # type: ignore[type-arg]
+    a = author()
+    ops = [a.entry(), call(a, "f"), a.join("j", strategy=strategy)]
+    for i in range(3):
+        ops += [call(a, f"arm{i}"), a.edge("f", f"arm{i}", edge_id=f"e{i}1"),
+                a.edge(f"arm{i}", "j", edge_id=f"e{i}2")]
+    return [*ops, a.edge("entry", "f", edge_id="e0")]
+
+
+def test_any_and_a_reachable_quorum_freeze() -> None:
+    """``any`` and a quorum below the route count raise no join issue."""
+    for strategy in ("any", "all", 2):
+        assert [i for i in check(_three_arms(strategy)) if i.code.startswith("join")] == []
+
+
+def test_a_quorum_above_the_route_count_is_refused_naming_the_limit() -> None:
+    """Four of three routes can never arrive: blocking, with the largest quorum that works."""
+    issue = only(check(_three_arms(4)), "join_quorum_unreachable")
+    assert issue.severity == "blocking" and issue.node_id == "j"
+    assert "only 3 route(s)" in issue.message and "at most 3" in issue.message
+
+
+def test_a_quorum_of_every_route_is_advised_to_say_all() -> None:
+    """A quorum equal to the routes is the default barrier: advisory, so the plan reads true."""
+    issue = only(check(_three_arms(3)), "join_quorum_is_all")
+    assert issue.severity == "advisory"
