@@ -6,7 +6,7 @@ makes an SVG with no browser). Both drawings show the same facts:
 
 * every node, its kind by shape (entry: stadium, call: box, reason: rounded box, transform:
   parallelogram, branch: diamond, select: hexagon, join: circle) and, for a call, its tool;
-  a join says how many arrivals its barrier waits for;
+  a join says how many arrivals its barrier waits for (``first 2 of 3`` for a quorum);
 * every edge with its handle (an unlabelled edge is ``always``); ``error`` edges are dashed;
 * with a run (:class:`~orchestration.types.RunProjection`): each node coloured by its status
   (``RunProjection.node_status_by_id``; the status is also written in the label, for readers
@@ -25,7 +25,13 @@ from typing import Literal
 
 from orchestration.plan.graph import PlanStructure
 from orchestration.review.render import node_run_status
-from orchestration.types import CallDefinition, PlanEdge, RawPlanView, RunProjection
+from orchestration.types import (
+    CallDefinition,
+    JoinDefinition,
+    PlanEdge,
+    RawPlanView,
+    RunProjection,
+)
 
 __all__ = ["STATUS_COLOURS", "DiagramFormat", "plan_dot", "plan_mermaid", "render_diagram"]
 
@@ -121,7 +127,13 @@ def _labels(view: RawPlanView, run: RunProjection | None) -> list[list[str]]:
         elif node.kind == "join":
             shape = structure.joins.get(index)
             if shape is not None and shape.is_diamond:
-                detail = f"join · waits for {shape.routes}"
+                needed = (
+                    node.definition.needed if isinstance(node.definition, JoinDefinition) else None
+                )
+                if needed is None or needed >= shape.routes:
+                    detail = f"join · waits for {shape.routes}"
+                else:
+                    detail = f"join · first {needed} of {shape.routes}"
         lines = [node.id, detail]
         if run is not None:
             lines.append(f"[{node_run_status(run, node.id)}]")

@@ -75,3 +75,15 @@ async def test_a_run_colours_nodes_by_status_and_thickens_taken_edges() -> None:
     dot = plan_dot(view, projection)
     assert 'n0 -> n1 [penwidth=2.5, color="#2e7d32"];' in dot
     assert 'fillcolor="#c8e6c9"' in dot
+
+
+def test_a_join_that_closes_early_draws_how_many_it_waits_for() -> None:
+    """An ``any`` join is drawn ``first 1 of 2``; the default barrier ``waits for 2``."""
+    view = fork_and_join()
+    both = next(n for n in view.nodes if n.id == "both")
+    from orchestration.types import JoinDefinition
+
+    anyone = both.model_copy(update={"definition": JoinDefinition(strategy="any")})
+    nodes = tuple(anyone if n.id == "both" else n for n in view.nodes)
+    text = plan_mermaid(view.model_copy(update={"nodes": nodes}))
+    assert '  n3(("both<br/>join · first 1 of 2"))' in text.splitlines()
