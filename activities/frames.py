@@ -8,7 +8,8 @@ noticed by its heartbeat timeout) and the failure as an ``ApplicationError``.
 Every failure is non-retryable for Temporal: whether a frame is tried again is the run's own
 policy (:mod:`orchestration.run.policy`), applied by the workflow, which records every attempt.
 The error's ``type`` is the failure's name (a stable code, or the tool's exception class name),
-its message the failure's message, and its first detail ``{"transient": bool, "kind": str}``.
+its message the failure's message, and its first detail ``{"transient": bool, "kind": str}``
+(with ``usage`` for a reason attempt that spent tokens before it failed).
 """
 
 from __future__ import annotations
@@ -45,10 +46,17 @@ activity gives up on it and fails (non-retryably) while there is still time to r
 
 
 def application_error(failure: WorkFailed) -> ApplicationError:
-    """A frame's failed work as the activity's (non-retryable) failure."""
+    """A frame's failed work as the activity's (non-retryable) failure.
+
+    Its first detail holds the facts the run records: ``transient``, ``kind`` and, for a reason
+    attempt, ``usage`` (what its model turns spent before it failed).
+    """
+    facts: dict[str, object] = {"transient": failure.transient, "kind": failure.kind}
+    if failure.usage is not None:
+        facts["usage"] = failure.usage.model_dump(mode="json")
     return ApplicationError(
         failure.message,
-        {"transient": failure.transient, "kind": failure.kind},
+        facts,
         *failure.details,
         type=failure.name,
         non_retryable=True,

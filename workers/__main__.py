@@ -6,15 +6,18 @@ that start runs must share it (one SQLite file on one machine, a ``postgresql://
 machines). Reason nodes use the reasoner ``ORCH_REASONER`` and its ``ORCH_REASONER_*``
 variables describe (see :mod:`activities.reasoners.config`); tools spool artifacts to
 ``--spool-dir`` (``ORCH_SPOOL_DIR``), and every worker that may resume a run must see the same
-folder. With ``--deployment-name`` (``ORCH_DEPLOYMENT_NAME``) the worker joins Temporal Worker
-Versioning as ``<name>.<build id>`` (``--build-id``, ``ORCH_BUILD_ID``; see
-:mod:`workers.versioning`), and each run stays on the version it started on.
+folder. A reason attempt's cost is priced by ``--prices`` (``ORCH_PRICES``: a JSON price table,
+see ``workers/prices.example.json``; without one, tokens are recorded unpriced). With
+``--deployment-name`` (``ORCH_DEPLOYMENT_NAME``) the worker joins Temporal Worker Versioning
+as ``<name>.<build id>`` (``--build-id``, ``ORCH_BUILD_ID``; see :mod:`workers.versioning`),
+and each run stays on the version it started on.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -29,6 +32,7 @@ from orchestration.cli.common import load_object, open_store
 from orchestration.cli.temporal import add_deployment_flags, add_temporal_flags
 from orchestration.exiting import exit_process
 from orchestration.review.signing import load_public_key
+from orchestration.tools.pricing import PriceTable
 from orchestration.tools.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
 from workers.logging import configure_logging
@@ -54,6 +58,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--spool-dir",
         default=os.environ.get("ORCH_SPOOL_DIR", ".data/spool"),
         help="folder of the file-system artifact spool, shared by the workers of a task queue",
+    )
+    parser.add_argument(
+        "--prices",
+        default=os.environ.get("ORCH_PRICES") or None,
+        metavar="PATH",
+        help="JSON price table (US dollars per million tokens, per model) that reason attempts "
+        "are costed by (env ORCH_PRICES; default: none, tokens recorded unpriced)",
     )
     parser.add_argument(
         "--approval-key",
@@ -98,6 +109,7 @@ async def serve(
     client = await connect(args.address, args.namespace, payload_codec=codec, **telemetry)
     approval_keys = [load_public_key(Path(path).read_bytes()) for path in args.approval_key]
     reasoner = reasoner_from_env(os.environ)
+    prices = load_prices(args.prices) if args.prices else None
     store = open_store(args.store)
     worker = build_worker(
         client,
@@ -108,6 +120,7 @@ async def serve(
         reasoner=reasoner,
         spool=FileSpoolStore(args.spool_dir),
         deployment_config=versioning,
+        prices=prices,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -132,6 +145,8 @@ async def serve(
         "reasoning and artifacts",
         reasoner=reasoner.name if reasoner is not None else None,
         spool=str(Path(args.spool_dir).resolve()),
+        prices=args.prices,
+        priced_models=sorted(prices.prices) if prices is not None else [],
     )
     async with worker:
         await stop.wait()
@@ -142,6 +157,22 @@ async def serve(
     log.info("worker stopped")
 
 
+def load_prices(path: str) -> PriceTable:
+    """The price table in the JSON file ``path``.
+
+    Raises:
+        ValueError: the file cannot be read, is not JSON, or is not a price table.
+
+    """
+    try:
+        document = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the price table {path}: {exc}") from exc
+    if not isinstance(document, dict):
+        raise ValueError(f"the price table {path} must be a JSON object")
+    return PriceTable.from_mapping(document)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; a setting that cannot work is refused in one line before connecting."""
     args = parse_args(argv)
@@ -150,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     except DeploymentSettingsError as exc:
         print(f"error[bad_deployment]: {exc}", file=sys.stderr)
         return 2
+    if args.prices:
+        try:
+            load_prices(args.prices)
+        except ValueError as exc:
+            print(f"error[bad_prices]: {exc}", file=sys.stderr)
+            return 2
     configure_logging(args.log_level)
     asyncio.run(serve(args, versioning))
     return 0

@@ -336,6 +336,6 @@ class _WriteAheadPort(LocalPort):
         super().__init__(*args, sink=writer.add, **kwargs)
         self._writer = writer
 
-    async def attempt(self, dispatch: Any) -> Any:
+    async def attempt(self, dispatch: Any, allowance: Any = None) -> Any:
         await self._writer.settled()
-        return await super().attempt(dispatch)
+        return await super().attempt(dispatch, allowance)
