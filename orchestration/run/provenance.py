@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from orchestration.plan.encoding import NodeRef
+from orchestration.run.engine.builders import compared_value, value_origin
+from orchestration.run.engine.builders import verdict_check as make_check
 from orchestration.run.resolve import entry_for
 from orchestration.run.tables import FrameEntry, FrameTable
 from orchestration.types import ComparedValue, ValueOrigin, VerdictCheck
@@ -58,9 +60,11 @@ def call_refs(args: Mapping[str, Any]) -> tuple[NodeRef, ...]:
     """Every reference in a call's arguments, in order (computed once per node)."""
     out: list[NodeRef] = []
     for value in args.values():
-        for _, leaf in _leaves(value, ""):
-            if type(leaf) is NodeRef:
-                out.append(leaf)
+        kind = type(value)
+        if kind is NodeRef:
+            out.append(value)
+        elif kind is list or kind is dict:
+            out.extend(leaf for _, leaf in _leaves(value, "") if type(leaf) is NodeRef)
     return tuple(out)
 
 
@@ -87,13 +91,11 @@ def reads_model(refs: tuple[NodeRef, ...], table: FrameTable[Any]) -> bool:
 
 def origin_of(entry: FrameEntry, path: str) -> ValueOrigin:
     """The origin of a value read at ``path`` from a table entry."""
-    if entry.route.frame == 0 and entry.route.parent is None:
-        return ValueOrigin(source="run_input", path=path, obtained_by="runtime")
-    return ValueOrigin(
-        source="node_output",
-        path=path,
-        node_id=entry.node,
-        obtained_by="model" if is_model(entry) else "runtime",
+    route = entry.route
+    if route.frame == 0 and route.parent is None:
+        return value_origin("run_input", path, None, "runtime")
+    return value_origin(
+        "node_output", path, entry.node, "runtime" if route.model is False else "model"
     )
 
 
@@ -149,9 +151,7 @@ def _path_entries(path: str, table: FrameTable[Any]) -> tuple[list[FrameEntry], 
 def _compared(name: str, value: Any, entries: list[FrameEntry], rest: str) -> ComparedValue:
     origins = tuple(origin_of(e, rest) for e in entries[:MAX_COMPARED])
     model = any(is_model(e) for e in entries)
-    return ComparedValue(
-        name=name, value=value, origins=origins, obtained_by="model" if model else "runtime"
-    )
+    return compared_value(name, value, origins, "model" if model else "runtime")
 
 
 def _whole_table(table: FrameTable[Any]) -> list[FrameEntry]:
@@ -192,17 +192,20 @@ def verdict_check(evidence: Any, table: FrameTable[Any]) -> VerdictCheck:
             entry = table.first(node) if branch is None else table.find(node, branch)
             values.append(_compared(name, reads[name], [] if entry is None else [entry], rest))
     if not exact:
-        model = [e for e in _whole_table(table) if is_model(e)]
+        model = sorted(
+            (e for e in table.unordered() if e.route.model is not False),
+            key=lambda e: e.route.frame,
+        )
         listed = {v.name for v in values}
         for entry in model[:MAX_COMPARED]:
             if entry.node not in listed:
                 values.append(_compared(entry.node, None, [entry], ""))
         if not values and len(table) == 0:
-            return VerdictCheck(reads="route")
+            return make_check((), None, "route")
         label = "asserted" if any(v.obtained_by == "model" for v in values) else "verified"
-        return VerdictCheck(values=tuple(values), provenance=label, reads="route")
+        return make_check(tuple(values), label, "route")
     if not values:
-        return VerdictCheck()
+        return make_check((), None, "exact")
     label = "asserted" if any(v.obtained_by == "model" for v in values) else "verified"
-    return VerdictCheck(values=tuple(values), provenance=label)
+    return make_check(tuple(values), label, "exact")
 

@@ -65,12 +65,14 @@ from orchestration.errors import EngineStateError, UnencodableValueError
 from orchestration.plan.encoding import validate_value
 from orchestration.run.budgets import Allowance, Spend
 from orchestration.run.engine.builders import (
+    log_attempt,
     log_edge,
     log_enter,
     log_settle,
     node_output,
     output_item,
 )
+from orchestration.run.engine.builders import verdict as make_verdict
 from orchestration.run.engine.compiled import CompiledPlan, Hop
 from orchestration.run.engine.results import (
     Decided,
@@ -84,7 +86,6 @@ from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.inputs import check_run_input
 from orchestration.run.log import (
     LogArrive,
-    LogAttempt,
     LogEnd,
     LogEntry,
     LogInterrupt,
@@ -121,7 +122,6 @@ from orchestration.types import (
     TransformNode,
     Usage,
     ValueOrigin,
-    Verdict,
 )
 
 __all__ = [
@@ -779,16 +779,8 @@ class RunEngine:
         spend.add(usage)
         self._spend.add(usage)
         self._log.append(
-            LogAttempt(
-                frame=frame.number,
-                attempt=frame.attempt,
-                result=result,
-                started=started,
-                error=error,
-                reason=reason,
-                usage=usage,
-                origins=origins,
-                at=at,
+            log_attempt(
+                frame.number, frame.attempt, result, started, error, reason, usage, origins, at
             )
         )
 
@@ -910,9 +902,8 @@ class RunEngine:
         if kind == "call":
             refs = self._plan.refs.get(frame.node_id)
             if refs is None:
-                refs = self._plan.refs[frame.node_id] = call_refs(
-                    cast(CallNode, frame.node).definition.args
-                )
+                args = cast(CallNode, frame.node).definition.args
+                refs = self._plan.refs[frame.node_id] = call_refs(args) if args else ()
             return bool(refs) and reads_model(refs, frame.outputs)
         if kind == "reason":
             return True
@@ -1036,7 +1027,11 @@ class RunEngine:
         self, frame: Frame, items: Items, artifact: ArtifactHandle | None, at: str
     ) -> None:
         number = frame.number
-        frame.route.model = self._model_derived(frame)
+        kind = frame.kind
+        if kind == "call" or kind == "transform":
+            frame.route.model = self._model_derived(frame)
+        else:
+            frame.route.model = kind == "reason"
         outputs = frame.outputs.set(number, frame.node_id, frame.route, items)
         artifacts = frame.artifacts
         if artifact is not None:
@@ -1067,10 +1062,10 @@ class RunEngine:
         except UnencodableValueError as exc:
             self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
             return
-        verdict = Verdict(
-            handle=self._plan.verdict_handle(result.verdict),
-            evidence=evidence,
-            check=verdict_check(evidence, frame.outputs),
+        verdict = make_verdict(
+            self._plan.verdict_handle(result.verdict),
+            evidence,
+            verdict_check(evidence, frame.outputs),
         )
         self._log.append(
             log_settle(frame.number, "ok", (), None, False, None, frame.attempt, verdict, at)
