@@ -942,9 +942,11 @@ class BudgetExhausted(WireModel):
     The contract's shape is ``{kind, settled}`` (the ``maxSteps`` case). The rest is additive
     and left out of the wire form when absent, so a ``maxSteps`` halt reads exactly as before:
     ``budget`` names the budget that was spent (for every budget but ``maxSteps``), ``node_id``
-    the node whose own budget it was, ``limit`` and ``spent`` its declared value and what had
-    been spent when the run stopped (tokens, US dollars or seconds), and ``detail`` anything
-    an operator needs besides (an unpriced model, for a cost budget).
+    the node whose attempt it refused (for a node's own budget, that node), ``limit`` its
+    declared value and ``spent`` what had been spent when the run stopped (tokens or US
+    dollars; for a wall time the log's own times tell it: the frame's first attempt's start and
+    this interruption's), and ``detail`` anything an operator needs besides (an attempt's
+    ceiling that would pass the budget, an unpriced model).
     """
 
     kind: Literal["budget_exhausted"] = "budget_exhausted"

@@ -196,7 +196,9 @@ class Budgets:
         if own is not None and own.max_seconds is not None and first_started is not None:
             elapsed = seconds_between(first_started, now) + delay
             if elapsed >= own.max_seconds:
-                return _exhausted(steps, "node.maxSeconds", own.max_seconds, elapsed, node_id)
+                # The elapsed time is the hosts' clocks' (the log has both ends): not recorded
+                # here, so the cause reads the same on every host.
+                return _exhausted(steps, "node.maxSeconds", own.max_seconds, None, node_id)
         if self.max_tokens is not None:
             ceiling = 0
             if own is not None and own.max_tokens is not None:
@@ -258,7 +260,7 @@ def _exhausted(
     steps: int,
     budget: BudgetName,
     limit: float,
-    spent: float,
+    spent: float | None,
     node_id: str | None,
     detail: str | None = None,
 ) -> BudgetExhausted:

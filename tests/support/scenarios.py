@@ -379,6 +379,18 @@ def cost_budget(plan_id: str) -> RawPlanView:
     return _with_bounds(two_thoughts()(plan_id), max_cost_usd=0.01)
 
 
+def _own_budget(build: Callable[[str], RawPlanView], node_id: str, budget: NodeBudget) -> Any:
+    def built(plan_id: str) -> RawPlanView:
+        from orchestration.plan.ops import plan_digest
+
+        view = build(plan_id)
+        nodes = tuple(_budgeted(n, budget) if n.id == node_id else n for n in view.nodes)
+        changed = view.model_copy(update={"nodes": nodes, "digest": ""})
+        return changed.model_copy(update={"digest": plan_digest(changed)})
+
+    return built
+
+
 def model_branch(plan_id: str) -> RawPlanView:
     """A branch on a value a call computed from a model's answer: a model could steer it."""
     s = PlanSketch(plan_id).entry(NumberField(path="n"))
@@ -470,6 +482,15 @@ def _budget(budget: str, node: str) -> Callable[[RunProjection], None]:
     return check
 
 
+def _node_budget(budget: str, node: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        cause = projection.interruption
+        assert cause is not None and cause.kind == "budget_exhausted", cause
+        assert (cause.budget, cause.node_id) == (budget, node), cause  # type: ignore[union-attr]
+
+    return check
+
+
 def _spent_under_token_budget(projection: RunProjection) -> None:
     cause = projection.interruption
     assert cause is not None and cause.spent == projection.usage.tokens < 200  # type: ignore[union-attr]
@@ -481,6 +502,24 @@ def _costed(projection: RunProjection) -> None:
     assert spent.unpriced_tokens == 0 and spent.cost_usd >= 0.01
     assert math.isclose(spent.cost_usd, spent.tokens * 0.001)
     assert projection.interruption.spent == spent.cost_usd  # type: ignore[union-attr]
+
+
+def _turn_budget(projection: RunProjection) -> None:
+    (key,) = [k for k in projection.attempts if k.startswith("think:")]
+    (attempt,) = projection.attempts[key]
+    assert attempt.error is not None and attempt.error.name == "budget_exhausted"
+    assert attempt.usage is not None and [t.outcome for t in attempt.usage.turns] == ["invalid"]
+    assert projection.node_status_by_id["think"] == "failed"
+
+
+def _wall_time(projection: RunProjection) -> None:
+    (key,) = [k for k in projection.attempts if k.startswith("work:")]
+    (attempt,) = projection.attempts[key]
+    assert attempt.result == "lost" and attempt.error is not None
+    assert attempt.error.name == "StartToCloseTimeout"
+    assert [f.node_id for f in projection.indeterminate] == ["work"]
+    cause = projection.interruption
+    assert cause is not None and cause.limit == 1.0  # type: ignore[union-attr]
 
 
 def _context_window(projection: RunProjection) -> None:
@@ -608,6 +647,19 @@ SCENARIOS: dict[str, Scenario] = {
         check=_all(_budget("maxCostUsd", "second"), _costed),
         reasoner=_scripted(),
         prices=PRICES,
+    ),
+    "reason_turn_budget": Scenario(
+        _own_budget(thinking, "think", NodeBudget(max_tokens=50)),
+        {"s": "x"},
+        "halted",
+        check=_all(_turn_budget, _node_budget("node.maxTokens", "think")),
+        reasoner=_scripted(think=[{"score": "high"}, {"score": 7}]),
+    ),
+    "wall_time_budget": Scenario(
+        _own_budget(one_call("lost"), "work", NodeBudget(max_seconds=1.0)),
+        {"s": "x"},
+        "halted",
+        check=_all(_wall_time, _node_budget("node.maxSeconds", "work")),
     ),
     "verified_branch": Scenario(
         branch,
