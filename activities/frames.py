@@ -66,13 +66,16 @@ def application_error(failure: WorkFailed) -> ApplicationError:
 async def heartbeating(work: Awaitable[T]) -> T:
     """Await ``work``, heartbeating while it runs; cancelling the activity cancels it.
 
-    The cadence is a third of the heartbeat timeout, at most every five seconds.
+    The cadence is a quarter of the heartbeat timeout, at most every five seconds: with the
+    worker's heartbeat throttle (see ``workers.worker.build_worker``) the server's last-heartbeat
+    time stays well under half the timeout old while the worker lives, which is what a run's
+    liveness reads as ``healthy`` (:mod:`orchestration.run.liveness`).
     """
     task = asyncio.ensure_future(work)
     timeout = activity.info().heartbeat_timeout
     every = _EVERY_SECONDS
     if timeout is not None:
-        every = min(every, max(timeout.total_seconds() / 3, 0.05))
+        every = min(every, max(timeout.total_seconds() / 4, 0.05))
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=every)

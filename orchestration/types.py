@@ -135,6 +135,8 @@ __all__ = [
     "TurnAbort",
     "AuthorityRevoked",
     "AttemptEnded",
+    "LifecycleStep",
+    "LifecycleStepKind",
     "AttemptRecord",
     "AttemptResult",
     "BudgetName",
@@ -1182,6 +1184,26 @@ class AttemptRecord(WireModel):
     error: ErrorInfo | None = Field(default=None, exclude_if=lambda v: v is None)
     reason: RetryReason | None = Field(default=None, exclude_if=lambda v: v is None)
     usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+LifecycleStepKind = Literal[
+    "entered", "dispatched", "attempt_ended", "waiting", "resumed", "settled"
+]
+
+
+class LifecycleStep(WireModel):
+    """One step of a frame's life, with its time (see :mod:`orchestration.run.history`).
+
+    ``entered`` (its ``node_entered``; again, with ``attempt``, for each retry), ``dispatched``
+    (an attempt started), ``attempt_ended`` (``detail``: its result, and error), ``waiting``
+    (``detail``: what for: an operator's decision on a halted frame, and whatever else a run
+    waits on), ``resumed`` (the wait ended), ``settled`` (``detail``: the status).
+    """
+
+    step: LifecycleStepKind
+    at: str
+    attempt: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    detail: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class FrameLiveness(WireModel):

@@ -35,6 +35,7 @@ from orchestration.review.signing import load_public_key
 from orchestration.tools.pricing import PriceTable
 from orchestration.tools.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
+from workers.liveness import LivenessMonitor
 from workers.logging import configure_logging
 from workers.telemetry import client_options, configure_tracing
 from workers.versioning import DeploymentSettingsError, deployment_config
@@ -65,6 +66,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="PATH",
         help="JSON price table (US dollars per million tokens, per model) that reason attempts "
         "are costed by (env ORCH_PRICES; default: none, tokens recorded unpriced)",
+    )
+    parser.add_argument(
+        "--liveness-every",
+        type=float,
+        default=float(os.environ.get("ORCH_LIVENESS_EVERY") or 5.0),
+        metavar="SECONDS",
+        help="how often to look for stalled calls of this task queue's runs and report them "
+        "(a log line and metrics, never an action; env ORCH_LIVENESS_EVERY; 0: never; "
+        "default 5)",
     )
     parser.add_argument(
         "--approval-key",
@@ -148,8 +158,14 @@ async def serve(
         prices=args.prices,
         priced_models=sorted(prices.prices) if prices is not None else [],
     )
+    watching: asyncio.Task[None] | None = None
+    if args.liveness_every > 0:
+        monitor = LivenessMonitor(client, args.task_queue, every=args.liveness_every)
+        watching = asyncio.create_task(monitor.run(stop))
     async with worker:
         await stop.wait()
+    if watching is not None:
+        await watching
     await store.close()
     close = getattr(reasoner, "aclose", None)
     if close is not None:

@@ -115,6 +115,7 @@ class Checkpoint(WireModel):
         frames: The live frames, in creation order.
         barriers: The open barriers, in the order they opened.
         spent: What the run's attempts spent on models so far (absent: nothing).
+        node_spent: The same per node id (bounded by the plan's size).
 
     """
 
@@ -129,6 +130,7 @@ class Checkpoint(WireModel):
     frames: tuple[CarriedFrame, ...] = ()
     barriers: tuple[CarriedBarrier, ...] = ()
     spent: UsageTotals | None = Field(default=None, exclude_if=lambda v: v is None)
+    node_spent: dict[str, UsageTotals] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 # -- what may still be read --------------------------------------------------------------------
@@ -307,6 +309,7 @@ def make_checkpoint(
     frames: list[Frame],
     barriers: list[Barrier],
     spent: UsageTotals | None = None,
+    node_spent: dict[str, UsageTotals] | None = None,
 ) -> Checkpoint:
     """The checkpoint of a frontier with nothing in flight (see the module docstring)."""
     starts = [f.node_id for f in frames] + [b.facts.node_id for b in barriers]
@@ -376,6 +379,7 @@ def make_checkpoint(
         frames=carried_frames,
         barriers=tuple(carried_barriers),
         spent=spent,
+        node_spent=node_spent or {},
     )
 
 
@@ -439,6 +443,7 @@ def restore_checkpoint(checkpoint: Checkpoint, plan: CompiledPlan) -> RestoredRu
         entry_entered=True,
         entry_settled=True,
         spend=Spend.of(checkpoint.spent),
+        node_spend={node: Spend.of(t) for node, t in checkpoint.node_spent.items()},
     )
     run.frames = [(frame(f), False) for f in checkpoint.frames]
     for carried_barrier in checkpoint.barriers:

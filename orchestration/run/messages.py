@@ -32,6 +32,7 @@ from orchestration.types import (
     SelectNode,
     TransformStep,
     Usage,
+    UsageTotals,
     ValueMap,
     WireModel,
 )
@@ -390,6 +391,12 @@ class RunStatus(WireModel):
     build: str | None = None
     """The worker deployment version (``<deploymentName>.<buildId>``) this execution started on
     (a pinned run stays there unless an operator moves it); ``None`` on an unversioned worker."""
+    usage: UsageTotals | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Tokens and cost the run's attempts spent on models so far (additive)."""
+    node_usage: dict[str, UsageTotals] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    """The same per node id (additive)."""
+    heartbeat_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The heartbeat timeout of the run's activities, which liveness is judged by (additive)."""
 
 
 class ResolveDecision(WireModel):

@@ -80,7 +80,7 @@ class RestoredRun:
         barriers: The open barriers, in the order they opened.
         halted: Frames whose interruption is unresolved, by number.
         entry_entered: Whether the entry frame was entered; ``entry_settled`` whether it settled.
-        spend: What the run's attempts spent on models.
+        spend: What the run's attempts spent on models; ``node_spend`` per node id.
 
     """
 
@@ -96,6 +96,7 @@ class RestoredRun:
     entry_entered: bool = False
     entry_settled: bool = False
     spend: Spend = field(default_factory=Spend)
+    node_spend: dict[str, Spend] = field(default_factory=dict)
 
 
 def _node(plan: CompiledPlan, node_id: str) -> PlanNode:
@@ -183,6 +184,7 @@ def restore_from_log(
         entry_entered=entry.entered,
         entry_settled=entry.status is not None,
         spend=trace.spend,
+        node_spend=dict(trace.node_spend),
     )
     if trace.outcome != "running":
         return restored

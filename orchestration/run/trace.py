@@ -187,6 +187,8 @@ class LogTrace(Generic[T, A]):
         self.next_frame = 0
         self.spend = Spend()
         """What every attempt so far spent on models."""
+        self.node_spend: dict[str, Spend] = {}
+        """The same, per node id."""
 
     def reopen(self) -> None:
         """Set the run's end and run-wide cause aside: the run goes on (a resume)."""
@@ -296,6 +298,8 @@ class LogTrace(Generic[T, A]):
                 attempted.spend = Spend()
             attempted.spend.add(entry.usage)
             self.spend.add(entry.usage)
+            if entry.usage is not None:
+                self.node_spend.setdefault(attempted.node, Spend()).add(entry.usage)
         else:
             assert isinstance(entry, LogSnapshot)
 

@@ -244,6 +244,7 @@ class RunEngine:
         self._run_cause: InterruptionCause | None = None
         self._outcome: Outcome = "running"
         self._spend = Spend()
+        self._node_spend: dict[str, Spend] = {}
 
     # ------------------------------------------------------------------------------------
     # Construction
@@ -322,6 +323,7 @@ class RunEngine:
         engine._outcome = "running"
         engine._run_cause = None
         engine._spend = Spend()
+        engine._node_spend = {}
         engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at, build=build))
         engine._finish(cause, at)
         return engine
@@ -417,6 +419,7 @@ class RunEngine:
             frames=self.live_frames(),
             barriers=self.barriers(),
             spent=self._spend.totals() if self._spend.attempts else None,
+            node_spent={node: spend.totals() for node, spend in self._node_spend.items()},
         )
 
     @classmethod
@@ -433,6 +436,7 @@ class RunEngine:
         engine._next = state.next_frame
         engine._steps = state.steps if steps is None else steps
         engine._spend = state.spend
+        engine._node_spend = dict(state.node_spend)
         if state.outcome != "running":
             engine._outcome = state.outcome
             engine._run_cause = state.cause
@@ -521,6 +525,14 @@ class RunEngine:
     def spend(self) -> Spend:
         """What the run's attempts spent on models, so far (continued and resumed included)."""
         return self._spend
+
+    @property
+    def node_spend(self) -> Mapping[str, Spend]:
+        """What each node's attempts spent on models, by node id.
+
+        Nodes that spent nothing are absent; the map is bounded by the plan's size.
+        """
+        return self._node_spend
 
     @property
     def next_frame(self) -> int:
@@ -778,6 +790,11 @@ class RunEngine:
             spend = frame.spend = Spend()
         spend.add(usage)
         self._spend.add(usage)
+        if usage is not None:
+            node_spend = self._node_spend.get(frame.node_id)
+            if node_spend is None:
+                node_spend = self._node_spend[frame.node_id] = Spend()
+            node_spend.add(usage)
         self._log.append(
             log_attempt(
                 frame.number, frame.attempt, result, started, error, reason, usage, origins, at
