@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -32,11 +31,11 @@ from orchestration.cli.common import load_object, open_store
 from orchestration.cli.temporal import add_deployment_flags, add_temporal_flags
 from orchestration.exiting import exit_process
 from orchestration.review.signing import load_public_key
-from orchestration.tools.pricing import PriceTable
 from orchestration.tools.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
 from workers.liveness import LivenessMonitor
 from workers.logging import configure_logging
+from workers.prices import load_prices
 from workers.telemetry import client_options, configure_tracing
 from workers.versioning import DeploymentSettingsError, deployment_config
 from workers.worker import build_worker, connect
@@ -171,22 +170,6 @@ async def serve(
     if close is not None:
         await close()
     log.info("worker stopped")
-
-
-def load_prices(path: str) -> PriceTable:
-    """The price table in the JSON file ``path``.
-
-    Raises:
-        ValueError: the file cannot be read, is not JSON, or is not a price table.
-
-    """
-    try:
-        document = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read the price table {path}: {exc}") from exc
-    if not isinstance(document, dict):
-        raise ValueError(f"the price table {path} must be a JSON object")
-    return PriceTable.from_mapping(document)
 
 
 def main(argv: list[str] | None = None) -> int:
