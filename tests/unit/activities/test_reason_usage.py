@@ -151,3 +151,20 @@ def test_an_attempt_stops_between_turns_once_its_cost_is_spent() -> None:
     with serve(fake) as url, pytest.raises(WorkFailed, match="no price") as caught:
         reason(OpenAIChatReasoner(settings(url)), request(max_cost_usd=1.0), prices=None)
     assert caught.value.kind == "budget"
+
+
+def test_a_scripted_reasoner_can_be_told_its_answers(tmp_path: object) -> None:
+    """ORCH_REASONER_SCRIPT answers per node and turn (here: invalid twice, then valid)."""
+    from pathlib import Path
+
+    from activities.reasoners import reasoner_from_env
+
+    script = Path(str(tmp_path)) / "answers.json"
+    script.write_text(json.dumps({"think": [{"n": "x"}, {"n": "y"}, {"n": 3}]}))
+    reasoner = reasoner_from_env({"ORCH_REASONER": "scripted", "ORCH_REASONER_SCRIPT": str(script)})
+    assert reasoner is not None
+    usage = reason(reasoner, request()).usage()  # type: ignore[attr-defined]
+    assert [t.outcome for t in usage.turns] == ["invalid", "invalid", "accepted"]
+    script.write_text("[]")
+    with pytest.raises(ValueError, match="object by node id"):
+        reasoner_from_env({"ORCH_REASONER": "scripted", "ORCH_REASONER_SCRIPT": str(script)})
