@@ -241,3 +241,42 @@ def test_price_tables_read_their_json_form() -> None:
     ):
         with pytest.raises(ValueError):
             PriceTable.from_mapping(bad)
+
+
+@pytest.mark.asyncio
+async def test_freeze_refuses_a_node_budget_the_run_could_never_let_it_spend() -> None:
+    """A node ceiling above the run's maxTokens could never start: blocking. Tokens on a call
+    bound nothing: advisory."""
+    from orchestration.review.validation import FreezeInputs, validate
+    from orchestration.tools.toolbox import Toolbox
+
+    sketch = PlanSketch("p").entry(StringField(path="s"))
+    sketch.reason("think", "x", output_schema=SCORE).call("act", "tool.act")
+    view = sketch.chain("entry", "think", "act").view()
+    think, act = view.nodes[1], view.nodes[2]
+    nodes = (
+        view.nodes[0],
+        think.model_copy(
+            update={
+                "definition": think.definition.model_copy(
+                    update={"budget": NodeBudget(max_tokens=300)}
+                )
+            }
+        ),
+        act.model_copy(
+            update={
+                "definition": act.definition.model_copy(
+                    update={"budget": NodeBudget(max_tokens=5, max_seconds=2)}
+                )
+            }
+        ),
+    )
+    bounds = PlanBounds(**{**view.bounds.model_dump(), "max_tokens": 200})
+    view = view.model_copy(update={"nodes": nodes, "bounds": bounds})
+    issues = await validate(view, FreezeInputs(invocable=Toolbox()))
+    codes = {(i.code, i.node_id, i.severity) for i in issues}
+    assert ("node_budget_exceeds_run", "think", "blocking") in codes
+    assert ("budget_spends_no_tokens", "act", "advisory") in codes
+    raised = view.model_copy(update={"bounds": view.bounds.model_copy(update={"max_tokens": 300})})
+    issues = await validate(raised, FreezeInputs(invocable=Toolbox()))
+    assert "node_budget_exceeds_run" not in {i.code for i in issues}
