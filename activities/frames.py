@@ -8,7 +8,8 @@ noticed by its heartbeat timeout) and the failure as an ``ApplicationError``.
 Every failure is non-retryable for Temporal: whether a frame is tried again is the run's own
 policy (:mod:`orchestration.run.policy`), applied by the workflow, which records every attempt.
 The error's ``type`` is the failure's name (a stable code, or the tool's exception class name),
-its message the failure's message, and its first detail ``{"transient": bool, "kind": str}``.
+its message the failure's message, and its first detail ``{"transient": bool, "kind": str}``
+(with ``usage`` for a reason attempt that spent tokens before it failed).
 """
 
 from __future__ import annotations
@@ -45,10 +46,17 @@ activity gives up on it and fails (non-retryably) while there is still time to r
 
 
 def application_error(failure: WorkFailed) -> ApplicationError:
-    """A frame's failed work as the activity's (non-retryable) failure."""
+    """A frame's failed work as the activity's (non-retryable) failure.
+
+    Its first detail holds the facts the run records: ``transient``, ``kind`` and, for a reason
+    attempt, ``usage`` (what its model turns spent before it failed).
+    """
+    facts: dict[str, object] = {"transient": failure.transient, "kind": failure.kind}
+    if failure.usage is not None:
+        facts["usage"] = failure.usage.model_dump(mode="json")
     return ApplicationError(
         failure.message,
-        {"transient": failure.transient, "kind": failure.kind},
+        facts,
         *failure.details,
         type=failure.name,
         non_retryable=True,
@@ -58,13 +66,16 @@ def application_error(failure: WorkFailed) -> ApplicationError:
 async def heartbeating(work: Awaitable[T]) -> T:
     """Await ``work``, heartbeating while it runs; cancelling the activity cancels it.
 
-    The cadence is a third of the heartbeat timeout, at most every five seconds.
+    The cadence is a quarter of the heartbeat timeout, at most every five seconds: with the
+    worker's heartbeat throttle (see ``workers.worker.build_worker``) the server's last-heartbeat
+    time stays well under half the timeout old while the worker lives, which is what a run's
+    liveness reads as ``healthy`` (:mod:`orchestration.run.liveness`).
     """
     task = asyncio.ensure_future(work)
     timeout = activity.info().heartbeat_timeout
     every = _EVERY_SECONDS
     if timeout is not None:
-        every = min(every, max(timeout.total_seconds() / 3, 0.05))
+        every = min(every, max(timeout.total_seconds() / 4, 0.05))
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=every)

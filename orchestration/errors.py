@@ -35,6 +35,8 @@ what remains here is misuse and input that can never be made valid.
     └── ReasonerError                  (base for a model provider's failures)
         ├── ReasonerUnavailableError   reasoner_unavailable  (retryable: 429, 5xx, network)
         └── ReasonerRejectedError      reasoner_rejected     (the provider refused the request)
+            └── ContextWindowExceededError  context_window_exceeded  (the request is larger
+                                            than the model's context: final for the frame)
 
 ``ValueRefusedError`` also derives from :class:`ValueError` so pydantic reports it inside a
 ``ValidationError`` when a model is built from bad input. None of these is retryable (the same
@@ -51,6 +53,7 @@ __all__ = [
     "ArtifactUnreadableError",
     "CellUnavailableError",
     "ConflictingOpError",
+    "ContextWindowExceededError",
     "EngineStateError",
     "InvalidListingError",
     "InvalidRunInputError",
@@ -334,3 +337,13 @@ class ReasonerRejectedError(ReasonerError):
     """The provider refused the request itself (bad key, unknown model, malformed request)."""
 
     code = "reasoner_rejected"
+
+
+class ContextWindowExceededError(ReasonerRejectedError):
+    """The request is larger than the model's context window.
+
+    Final for the frame that sent it (seed 002's ``context-window-exceeded``): the next turn of
+    the same frame sends the same prompt and transcript, or more, so it can only fail again.
+    """
+
+    code = "context_window_exceeded"

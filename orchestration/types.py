@@ -136,6 +136,23 @@ __all__ = [
     "TransformStep",
     "TurnAbort",
     "AuthorityRevoked",
+    "AttemptEnded",
+    "LifecycleStep",
+    "LifecycleStepKind",
+    "AttemptRecord",
+    "AttemptResult",
+    "BudgetName",
+    "ComparedValue",
+    "FrameLiveness",
+    "ModelTurn",
+    "ModelTurnOutcome",
+    "NodeBudget",
+    "ObtainedBy",
+    "RetryReason",
+    "Usage",
+    "UsageTotals",
+    "ValueOrigin",
+    "VerdictCheck",
     "ValueMap",
     "Verdict",
     "WireModel",
@@ -230,13 +247,25 @@ class AuthorityClaim(WireModel):
 
 
 class PlanBounds(WireModel):
-    """The resource envelope. Plan content: digested and approved with the plan."""
+    """The resource envelope. Plan content: digested and approved with the plan.
+
+    ``max_tokens`` and ``max_cost_usd`` are additive to the contract's five members and
+    optional: absent, they are left out of the wire form and of the digest, so a plan without
+    them digests exactly as before they existed. ``max_tokens`` bounds the input and output
+    tokens every model turn of the run spends together; ``max_cost_usd`` bounds what those
+    turns cost at the deployment's price table. See :mod:`orchestration.run.budgets` for how a
+    run keeps to them.
+    """
 
     max_nodes: int = Field(ge=1)
     max_edges: int = Field(ge=0)
     max_steps: int = Field(ge=1)
     max_concurrent_frames: int = Field(ge=1)
     max_encoded_bytes: int = Field(ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    max_cost_usd: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, exclude_if=lambda v: v is None
+    )
 
 
 DEFAULT_PLAN_BOUNDS = PlanBounds(
@@ -247,6 +276,23 @@ DEFAULT_PLAN_BOUNDS = PlanBounds(
     max_encoded_bytes=1_048_576,
 )
 """The fold's seed: an empty log has these bounds, so revision 0 has a well-defined digest."""
+
+
+class NodeBudget(WireModel):
+    """A node's own budget, per frame (one execution of the node): plan content, digested.
+
+    Attributes:
+        max_tokens: Input plus output tokens the frame's model turns may spend, over all its
+            attempts (only a ``reason`` node spends tokens).
+        max_seconds: Wall time from the frame's first attempt's start; an attempt's timeout is
+            cut to what is left of it.
+
+    """
+
+    max_tokens: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    max_seconds: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, exclude_if=lambda v: v is None
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,6 +320,8 @@ class CallDefinition(WireModel):
     """A decision about this call: what to do when it started and its outcome is unknown."""
     declassifies: tuple[str, ...] | None = None
     """Output paths this tool is trusted to sanitise; the only way taint is cleared."""
+    budget: NodeBudget | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The node's own token and wall-time budget (additive; absent when not declared)."""
 
 
 class TextPart(WireModel):
@@ -293,6 +341,8 @@ class ReasonDefinition(WireModel):
     output_schema: str
     """A JSON Schema object, encoded as a string, so the plan stays plain data."""
     max_attempts: int
+    budget: NodeBudget | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The node's own token and wall-time budget (additive; absent when not declared)."""
 
 
 class TransformStep(WireModel):
@@ -322,6 +372,8 @@ class TransformDefinition(WireModel):
     steps: tuple[TransformStep, ...]
     emit: Annotated[EmitValue | EmitRows, Field(discriminator="as_")]
     output: tuple[DeclaredField, ...] = ()
+    budget: NodeBudget | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The node's own token and wall-time budget (additive; absent when not declared)."""
 
 
 class BranchDefinition(WireModel):
@@ -912,11 +964,30 @@ class ProcessDeath(WireModel):
     kind: Literal["process_death"] = "process_death"
 
 
+BudgetName = Literal["maxSteps", "maxTokens", "maxCostUsd", "node.maxTokens", "node.maxSeconds"]
+"""Which budget a run spent: a bound of the plan, or a node's own (``node_id`` names it)."""
+
+
 class BudgetExhausted(WireModel):
-    """The run reached ``maxSteps``; ``settled`` is the count reached."""
+    """The run reached a budget; ``settled`` is the count of node entries reached.
+
+    The contract's shape is ``{kind, settled}`` (the ``maxSteps`` case). The rest is additive
+    and left out of the wire form when absent, so a ``maxSteps`` halt reads exactly as before:
+    ``budget`` names the budget that was spent (for every budget but ``maxSteps``), ``node_id``
+    the node whose attempt it refused (for a node's own budget, that node), ``limit`` its
+    declared value and ``spent`` what had been spent when the run stopped (tokens or US
+    dollars; for a wall time the log's own times tell it: the frame's first attempt's start and
+    this interruption's), and ``detail`` anything an operator needs besides (an attempt's
+    ceiling that would pass the budget, an unpriced model).
+    """
 
     kind: Literal["budget_exhausted"] = "budget_exhausted"
     settled: int
+    budget: BudgetName | None = Field(default=None, exclude_if=lambda v: v is None)
+    node_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    limit: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    spent: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    detail: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class DeviationAbort(WireModel):
@@ -977,6 +1048,218 @@ InterruptionCause = Annotated[
     Field(discriminator="kind"),
 ]
 """Why a run stopped short of completing. Closed, so a caller can handle every case."""
+
+
+# --------------------------------------------------------------------------------------------
+# Attempts, usage and provenance (additive to the contract)
+# --------------------------------------------------------------------------------------------
+
+RetryReason = Literal[
+    "transient_error",
+    "invalid_output",
+    "provider_error",
+    "timeout",
+    "heartbeat_timeout",
+    "indeterminate",
+    "operator_retry",
+]
+"""Why a frame was tried again (a closed set).
+
+* ``transient_error``: the attempt before failed with a tool's error that is worth trying
+  again (a network or timeout error, or one the tool marks transient; ruling 29);
+* ``invalid_output``: a model turn's answer failed the node's output schema; the next turn is
+  told the violations (this reason is a model turn's, inside one attempt: :class:`ModelTurn`);
+* ``provider_error``: the model provider failed to answer (overloaded, rate limiting,
+  unreachable); a context window exceeded is never retried;
+* ``timeout`` / ``heartbeat_timeout``: the attempt before ran past its start-to-close timeout, or
+  stopped heartbeating, so its outcome is unknown and the frame may be repeated;
+* ``indeterminate``: the attempt before was found started and unsettled when the run resumed;
+* ``operator_retry``: an operator answered a halted frame with ``retry``.
+"""
+
+AttemptResult = Literal["ok", "failed", "lost", "skipped"]
+"""How one attempt ended: a result, a failure, no outcome at all (lost), or a scripted skip."""
+
+ModelTurnOutcome = Literal["accepted", "invalid", "malformed", "no_tool_call", "refused"]
+
+
+class ModelTurn(WireModel):
+    """One model turn of a ``reason`` attempt: how the model answered and what it cost.
+
+    A reason attempt asks the model up to the node's ``maxAttempts`` times, feeding the
+    violations of each rejected answer back; each turn after a rejected one is a retry for
+    ``invalid_output``, and ``problems`` is the violation text the model was told.
+    """
+
+    turn: int
+    outcome: ModelTurnOutcome
+    input_tokens: int = 0
+    output_tokens: int = 0
+    problems: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
+
+
+class Usage(WireModel):
+    """What one attempt spent on a model: tokens as the provider reported them, and cost.
+
+    ``cost_usd`` is priced by the deployment's price table for ``model``; ``None`` when the
+    table has no price for it (the tokens are then *unpriced*, and a cost budget cannot be
+    kept, see :mod:`orchestration.run.budgets`).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    model: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    turns: tuple[ModelTurn, ...] = Field(default=(), exclude_if=lambda v: not v)
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens together."""
+        return self.input_tokens + self.output_tokens
+
+
+class UsageTotals(WireModel):
+    """Tokens and cost summed over attempts (a frame's, a node's or the run's).
+
+    ``unpriced_tokens`` counts the tokens of attempts whose model has no price: they are in
+    ``input_tokens``/``output_tokens`` but not in ``cost_usd``. ``attempts`` counts the attempts
+    that spent anything on a model.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_tokens: int = 0
+    attempts: int = 0
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens together."""
+        return self.input_tokens + self.output_tokens
+
+
+ObtainedBy = Literal["model", "runtime"]
+"""``model`` when a model's output contributed to a value anywhere upstream, else ``runtime``."""
+
+
+class ValueOrigin(WireModel):
+    """Where one value a node read came from (seed 001's binding origin, in this project's terms).
+
+    * ``literal``: staged in the plan (``path`` is where, in the node's arguments);
+    * ``run_input``: the run's input (the entry's output; ``path`` is the field read);
+    * ``node_output``: another node's output on the frame's route (``node_id``, ``path``);
+    * ``unknown``: the reader cannot tell (a cell that does not report what it read).
+
+    ``obtained_by`` is transitive and fail-closed: a node output is ``model`` when its node is a
+    ``reason`` node or any value that node read was (a deterministic node cannot launder a
+    model's value by carrying it forward); an output whose provenance is not known (an output
+    recorded before provenance was, or an ``unknown`` origin) counts as ``model``.
+    """
+
+    source: Literal["literal", "run_input", "node_output", "unknown"]
+    path: str = ""
+    node_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    obtained_by: ObtainedBy
+
+
+class ComparedValue(WireModel):
+    """One value a branch or select cell compared, with the origins that produced it."""
+
+    name: str
+    """What the cell read: a structured leaf's path, or ``<nodeId>.<field>``."""
+    value: EncodableValue = None
+    """The value as the cell's evidence shows it (bounded)."""
+    origins: tuple[ValueOrigin, ...] = ()
+    obtained_by: ObtainedBy
+    """``model`` when any of its origins is."""
+
+
+class VerdictCheck(WireModel):
+    """Derived, non-authorable evidence of a verdict: what was compared and who produced it.
+
+    ``provenance`` is ``verified`` when no compared value traces back to a model (transitively,
+    see :class:`ValueOrigin`), ``asserted`` when one does (a model could have steered the
+    verdict), and absent when nothing was compared (neither label is honest about an empty set).
+    ``reads`` is ``exact`` when the cell reported what it read (the structured cell's leaves,
+    jexl's reads), and ``route`` when it may have read any output on its route without saying
+    which (CEL, Lua, a custom cell): then ``values`` lists the nodes on the route whose output
+    a model produced, if any, and the label is ``asserted`` exactly when there is one.
+    """
+
+    values: tuple[ComparedValue, ...] = ()
+    provenance: Literal["verified", "asserted"] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    reads: Literal["exact", "route"] = "exact"
+
+
+class AttemptRecord(WireModel):
+    """One attempt of a ``call``, ``reason`` or ``transform`` frame, as the fold reports it.
+
+    Attributes:
+        number: 1-based, as the frame's ``node_entered`` events count them.
+        result: How it ended.
+        started: When the host started it (after any backoff pause); ``ended`` when the host
+            learned its outcome. Both are the host's clock (a workflow's ``workflow.now()``).
+        error: For a failed or lost attempt, the error's name and message (ruling 29).
+        reason: Why this attempt was made; absent for the first.
+        usage: Tokens and cost, for an attempt that spent any (a reason frame's).
+
+    """
+
+    number: int
+    result: AttemptResult
+    started: str
+    ended: str
+    error: ErrorInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    reason: RetryReason | None = Field(default=None, exclude_if=lambda v: v is None)
+    usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+LifecycleStepKind = Literal[
+    "entered", "dispatched", "attempt_ended", "waiting", "resumed", "settled"
+]
+
+
+class LifecycleStep(WireModel):
+    """One step of a frame's life, with its time (see :mod:`orchestration.run.history`).
+
+    ``entered`` (its ``node_entered``; again, with ``attempt``, for each retry), ``dispatched``
+    (an attempt started), ``attempt_ended`` (``detail``: its result, and error), ``waiting``
+    (``detail``: what for: an operator's decision on a halted frame, and whatever else a run
+    waits on), ``resumed`` (the wait ended), ``settled`` (``detail``: the status).
+    """
+
+    step: LifecycleStepKind
+    at: str
+    attempt: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    detail: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class FrameLiveness(WireModel):
+    """An in-flight frame's liveness, as a reader with a clock observes it (never acted on).
+
+    ``status`` derives from the heartbeat timeout: ``healthy`` until half of it has passed since
+    the last activity, ``stalling`` from then, ``stalled`` once all of it has passed; from there
+    the host's heartbeat timeout resolves the attempt as lost (its ``onIndeterminate`` rules).
+    Without a heartbeat timeout the status is always ``healthy``.
+
+    Attributes:
+        attempt: The attempt in flight.
+        last_activity: The last heartbeat, or the attempt's start when it has none yet.
+        observed_at: When the reader looked.
+        heartbeat_timeout_seconds: The attempt's heartbeat timeout, if it has one.
+        status: See above.
+        source: Who observed it: ``temporal`` (the server's pending activity) or ``in_process``.
+
+    """
+
+    attempt: int
+    last_activity: str | None = None
+    observed_at: str
+    heartbeat_timeout_seconds: float | None = None
+    status: Literal["healthy", "stalling", "stalled"]
+    source: Literal["temporal", "in_process"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1042,6 +1325,9 @@ class Verdict(WireModel):
 
     handle: EdgeHandle
     evidence: EncodableValue = None
+    check: VerdictCheck | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The values the cell compared, where each came from, and whether a model could have
+    steered the verdict (additive; see :class:`VerdictCheck`)."""
 
 
 class NodeSettled(WireModel):
@@ -1098,6 +1384,29 @@ class RunSettled(WireModel):
     at: str
 
 
+class AttemptEnded(WireModel):
+    """An attempt of a ``call``, ``reason`` or ``transform`` frame ended (additive).
+
+    Recorded by the host's run loop as each attempt ends, before what it decides (the
+    settlement, the next ``node_entered``, or the frame's halt), so a frame's attempts are in
+    its log even when the frame never settles. ``origins`` (a call's first attempt) says where
+    each resolved argument came from.
+    """
+
+    kind: Literal["attempt_ended"] = "attempt_ended"
+    frame: FrameRef
+    attempt: int
+    result: AttemptResult
+    started: str
+    error: ErrorInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    reason: RetryReason | None = Field(default=None, exclude_if=lambda v: v is None)
+    usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
+    origins: dict[str, tuple[ValueOrigin, ...]] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    at: str
+
+
 RunEvent = Annotated[
     RunStarted
     | NodeEntered
@@ -1105,7 +1414,8 @@ RunEvent = Annotated[
     | EdgeTaken
     | FrontierSnapshot
     | RunInterrupted
-    | RunSettled,
+    | RunSettled
+    | AttemptEnded,
     Field(discriminator="kind"),
 ]
 """The persisted run log's entries; ``fold_run`` derives a projection from these alone."""
@@ -1145,3 +1455,16 @@ class RunProjection(WireModel):
     """Every branch and select frame's verdict and evidence, by frame key (additive)."""
     outcome: Literal["running", "completed", "halted", "aborted"] = "running"
     interruption: InterruptionCause | None = None
+    attempts: dict[str, tuple[AttemptRecord, ...]] = Field(default_factory=dict)
+    """Every recorded attempt of each call, reason and transform frame, by frame key (additive;
+    a log written before attempts were recorded folds to none)."""
+    arg_origins: dict[str, dict[str, tuple[ValueOrigin, ...]]] = Field(default_factory=dict)
+    """Each call frame's resolved arguments' origins, by frame key, then argument (additive)."""
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    """Tokens and cost the whole run spent (additive)."""
+    node_usage: dict[str, UsageTotals] = Field(default_factory=dict)
+    """Tokens and cost per node id, over its frames (additive; nodes that spent nothing are
+    absent)."""
+    liveness: dict[str, FrameLiveness] = Field(default_factory=dict)
+    """Each in-flight frame's liveness, by frame key: filled by a reader that observes the host
+    (``fold_run`` reads only history and leaves it empty; additive)."""

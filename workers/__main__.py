@@ -6,9 +6,11 @@ that start runs must share it (one SQLite file on one machine, a ``postgresql://
 machines). Reason nodes use the reasoner ``ORCH_REASONER`` and its ``ORCH_REASONER_*``
 variables describe (see :mod:`activities.reasoners.config`); tools spool artifacts to
 ``--spool-dir`` (``ORCH_SPOOL_DIR``), and every worker that may resume a run must see the same
-folder. With ``--deployment-name`` (``ORCH_DEPLOYMENT_NAME``) the worker joins Temporal Worker
-Versioning as ``<name>.<build id>`` (``--build-id``, ``ORCH_BUILD_ID``; see
-:mod:`workers.versioning`), and each run stays on the version it started on.
+folder. A reason attempt's cost is priced by ``--prices`` (``ORCH_PRICES``: a JSON price table,
+see ``workers/prices.example.json``; without one, tokens are recorded unpriced). With
+``--deployment-name`` (``ORCH_DEPLOYMENT_NAME``) the worker joins Temporal Worker Versioning
+as ``<name>.<build id>`` (``--build-id``, ``ORCH_BUILD_ID``; see :mod:`workers.versioning`),
+and each run stays on the version it started on.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from orchestration.exiting import exit_process
 from orchestration.review.signing import load_public_key
 from orchestration.tools.toolbox import Toolbox
 from workers.codec import KEYS_ENV, codec_from_env
+from workers.liveness import LivenessMonitor
 from workers.logging import configure_logging
+from workers.prices import load_prices
 from workers.telemetry import client_options, configure_tracing
 from workers.versioning import DeploymentSettingsError, deployment_config
 from workers.worker import build_worker, connect
@@ -54,6 +58,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--spool-dir",
         default=os.environ.get("ORCH_SPOOL_DIR", ".data/spool"),
         help="folder of the file-system artifact spool, shared by the workers of a task queue",
+    )
+    parser.add_argument(
+        "--prices",
+        default=os.environ.get("ORCH_PRICES") or None,
+        metavar="PATH",
+        help="JSON price table (US dollars per million tokens, per model) that reason attempts "
+        "are costed by (env ORCH_PRICES; default: none, tokens recorded unpriced)",
+    )
+    parser.add_argument(
+        "--liveness-every",
+        type=float,
+        default=float(os.environ.get("ORCH_LIVENESS_EVERY") or 5.0),
+        metavar="SECONDS",
+        help="how often to look for stalled calls of this task queue's runs and report them "
+        "(a log line and metrics, never an action; env ORCH_LIVENESS_EVERY; 0: never; "
+        "default 5)",
     )
     parser.add_argument(
         "--approval-key",
@@ -98,6 +118,7 @@ async def serve(
     client = await connect(args.address, args.namespace, payload_codec=codec, **telemetry)
     approval_keys = [load_public_key(Path(path).read_bytes()) for path in args.approval_key]
     reasoner = reasoner_from_env(os.environ)
+    prices = load_prices(args.prices) if args.prices else None
     store = open_store(args.store)
     worker = build_worker(
         client,
@@ -108,6 +129,7 @@ async def serve(
         reasoner=reasoner,
         spool=FileSpoolStore(args.spool_dir),
         deployment_config=versioning,
+        prices=prices,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -132,9 +154,17 @@ async def serve(
         "reasoning and artifacts",
         reasoner=reasoner.name if reasoner is not None else None,
         spool=str(Path(args.spool_dir).resolve()),
+        prices=args.prices,
+        priced_models=sorted(prices.prices) if prices is not None else [],
     )
+    watching: asyncio.Task[None] | None = None
+    if args.liveness_every > 0:
+        monitor = LivenessMonitor(client, args.task_queue, every=args.liveness_every)
+        watching = asyncio.create_task(monitor.run(stop))
     async with worker:
         await stop.wait()
+    if watching is not None:
+        await watching
     await store.close()
     close = getattr(reasoner, "aclose", None)
     if close is not None:
@@ -150,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     except DeploymentSettingsError as exc:
         print(f"error[bad_deployment]: {exc}", file=sys.stderr)
         return 2
+    if args.prices:
+        try:
+            load_prices(args.prices)
+        except ValueError as exc:
+            print(f"error[bad_prices]: {exc}", file=sys.stderr)
+            return 2
     configure_logging(args.log_level)
     asyncio.run(serve(args, versioning))
     return 0

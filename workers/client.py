@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     )
     from workers.devserver import DevServer
     from workers.example_tools import TOOLBOX
+    from workers.liveness import LivenessMonitor
     from workers.logging import configure_logging
+    from workers.prices import load_prices
     from workers.replay_check import ReplayOutcome, check_histories
     from workers.runs import TemporalRuns
     from workers.versioning import DeploymentSettingsError, deployment_config, make_current
@@ -43,6 +45,7 @@ __all__ = [
     "CodecKeyError",
     "DeploymentSettingsError",
     "DevServer",
+    "LivenessMonitor",
     "ReplayOutcome",
     "TemporalRuns",
     "build_worker",
@@ -51,6 +54,7 @@ __all__ = [
     "configure_logging",
     "connect",
     "deployment_config",
+    "load_prices",
     "make_current",
     "new_key_spec",
     "parse_keys",
@@ -77,6 +81,8 @@ _WHERE = {
     "build_worker": "worker",
     "connect": "worker",
     "configure_logging": "logging",
+    "LivenessMonitor": "liveness",
+    "load_prices": "prices",
 }
 
 _worker_side, _names = lazy_exports("workers", _WHERE)

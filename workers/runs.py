@@ -17,13 +17,24 @@ log in the store (a terminated execution), its log is first rebuilt from its his
 :meth:`TemporalRuns.read_log` returns the whole compact log: the plan store's copy (the
 workflow mirrors its log there), with the open execution's own entries read by its paged
 ``events`` query, or, for an execution that closed without mirroring, rebuilt from history.
+
+:meth:`TemporalRuns.liveness` reads the liveness of the run's node activities in flight from
+the server's pending activities (``describe``, no worker needed): each one's last heartbeat
+and heartbeat timeout, judged by :mod:`orchestration.run.liveness`. An activity whose heartbeat
+timeout has fired is no longer pending, yet the run has not acted on it until a worker runs its
+next workflow task: until then it is still in flight for the run, and ``stalled``
+(:func:`unresolved_timeouts` finds it in the newest history events).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import datetime as dt
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType, TimeoutType
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -45,6 +56,8 @@ from orchestration.errors import RunNotFoundError, RunRefusedError
 from orchestration.review.ui_details import run_details, run_summary
 from orchestration.run.admission import admit
 from orchestration.run.expand import expand_log, project_log
+from orchestration.run.liveness import liveness_of
+from orchestration.run.local import utc_now
 from orchestration.run.log import LogEnd, LogEntry
 from orchestration.run.messages import (
     LogPage,
@@ -57,13 +70,107 @@ from orchestration.run.messages import (
     workflow_id_for,
 )
 from orchestration.store.base import ClaimOk, PlanStore
-from orchestration.types import RunEvent, RunProjection
+from orchestration.types import FrameLiveness, RunEvent, RunProjection
 from workflows.plan_run import PLAN_DIGEST, PLAN_ID
 from workflows.runlog import segment_from_history
 
-__all__ = ["TemporalRuns"]
+__all__ = ["NODE_ACTIVITIES", "TemporalRuns", "pending_liveness", "unresolved_timeouts"]
 
 _OPEN = (WorkflowExecutionStatus.RUNNING,)
+
+NODE_ACTIVITIES = frozenset({"plan.call", "plan.reason", "plan.transform"})
+"""The activities that carry a frame's work (their ids are ``<frame key>#<attempt>``)."""
+
+
+def _iso(stamp: Any) -> str | None:
+    """A protobuf timestamp as the log writes time, or ``None`` when unset."""
+    if stamp is None or (stamp.seconds == 0 and stamp.nanos == 0):
+        return None
+    moment = dt.datetime.fromtimestamp(stamp.seconds + stamp.nanos / 1e9, dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def pending_liveness(
+    pending: Iterable[Any], now: str, heartbeat_seconds: float | None = None
+) -> dict[str, FrameLiveness]:
+    """The liveness of each node activity among a workflow's pending activities, by frame key.
+
+    Its last activity is its last heartbeat, else its last start, else when it was scheduled;
+    its heartbeat timeout is the one it was scheduled with (else ``heartbeat_seconds``).
+    """
+    out: dict[str, FrameLiveness] = {}
+    for activity in pending:
+        if activity.activity_type.name not in NODE_ACTIVITIES:
+            continue
+        key, _, number = activity.activity_id.rpartition("#")
+        if not key or not number.isdigit():
+            continue
+        last = (
+            _iso(activity.last_heartbeat_time)
+            or _iso(activity.last_started_time)
+            or _iso(activity.scheduled_time)
+        )
+        timeout = heartbeat_seconds
+        options = activity.activity_options if activity.HasField("activity_options") else None
+        if options is not None and options.HasField("heartbeat_timeout"):
+            declared = options.heartbeat_timeout.ToTimedelta().total_seconds()
+            timeout = declared or timeout
+        out[key] = liveness_of(int(number), last, now, timeout, "temporal")
+    return out
+
+
+async def unresolved_timeouts(
+    client: Client, workflow_id: str, run_id: str, now: str, *, page_size: int = 200
+) -> dict[str, FrameLiveness]:
+    """Node activities whose heartbeat timeout fired after the run's last workflow task.
+
+    The server has timed them out, but the run has not yet acted on it (its next workflow task
+    has not completed: say, every worker of its version is down or frozen), so each is still a
+    frame in flight for the run, silent for its whole heartbeat timeout: ``stalled``, its last
+    activity the moment the timeout counted from. Reads the history newest first, as far back as
+    the scheduling of those activities.
+    """
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+        maximum_page_size=page_size,
+    )
+    timed_out: dict[int, str] = {}
+    found: dict[str, FrameLiveness] = {}
+    seen_task_completed = False
+    while True:
+        page = await client.workflow_service.get_workflow_execution_history_reverse(request)
+        for event in page.history.events:
+            kind = event.event_type
+            if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                seen_task_completed = True
+                if not timed_out:
+                    return found
+            elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT and not seen_task_completed:
+                ended = event.activity_task_timed_out_event_attributes
+                info = ended.failure.timeout_failure_info
+                if info.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT:
+                    timed_out[ended.scheduled_event_id] = _iso(event.event_time) or now
+            elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED and (
+                event.event_id in timed_out
+            ):
+                scheduled = event.activity_task_scheduled_event_attributes
+                fired = timed_out.pop(event.event_id)
+                timeout = scheduled.heartbeat_timeout.ToTimedelta().total_seconds()
+                key, _, number = scheduled.activity_id.rpartition("#")
+                if scheduled.activity_type.name in NODE_ACTIVITIES and number.isdigit():
+                    last = _shifted(fired, -timeout)
+                    found[key] = liveness_of(int(number), last, now, timeout, "temporal")
+                if not timed_out and seen_task_completed:
+                    return found
+        if not page.next_page_token:
+            return found
+        request.next_page_token = page.next_page_token
+
+
+def _shifted(moment: str, seconds: float) -> str:
+    at = dt.datetime.fromisoformat(moment.replace("Z", "+00:00")) + dt.timedelta(seconds=seconds)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class TemporalRuns:
@@ -286,6 +393,22 @@ class TemporalRuns:
     async def projection(self, plan_id: str) -> RunProjection:
         """``fold_run`` of the whole log."""
         return project_log(await self.read_log(plan_id))
+
+    async def liveness(self, plan_id: str, *, now: str | None = None) -> dict[str, FrameLiveness]:
+        """Each node activity in flight's liveness, read from the server (no worker needed).
+
+        Observed only, never acted on: a stalled attempt is resolved by its heartbeat timeout.
+        """
+        handle = self.client.get_workflow_handle(workflow_id_for(plan_id))
+        description = await handle.describe()
+        at = now or utc_now()
+        raw = description.raw_description
+        live = pending_liveness(raw.pending_activities, at, self.settings.heartbeat_seconds)
+        if raw.HasField("pending_workflow_task") and description.status in _OPEN:
+            # A timeout the run has not acted on yet schedules a workflow task: look for one.
+            late = await unresolved_timeouts(self.client, description.id, description.run_id, at)
+            live = {**late, **live}
+        return live
 
     async def status(self, plan_id: str) -> RunStatus:
         """The live headline of an open run (needs a worker)."""

@@ -31,6 +31,7 @@ from orchestration.predicates import JexlCell, LuaCell
 from orchestration.run.work import FrameWork
 from orchestration.store.base import PlanStore
 from orchestration.tools.contracts import PredicateEvaluator
+from orchestration.tools.pricing import PriceTable
 from orchestration.tools.reasoning import Reasoner
 from orchestration.tools.toolbox import Toolbox
 from workflows.externs import RunServices
@@ -119,6 +120,8 @@ def build_worker(
     evaluators: Sequence[PredicateEvaluator] | None = None,
     fast_tools: Sequence[str] | None = None,
     deployment_config: WorkerDeploymentConfig | None = None,
+    prices: PriceTable | None = None,
+    heartbeat_throttle: timedelta = timedelta(seconds=1),
     **options: Any,
 ) -> Worker:
     """A worker that runs ``PlanRun`` and the node activities for ``toolbox``.
@@ -157,6 +160,13 @@ def build_worker(
       may read, or transforms fail with ``E_NO_READER_RESOLVER``.
     * ``evaluators`` are the cells ``plan.evaluate`` runs for ``branch``/``select`` nodes whose
       cell the workflow does not evaluate inline (default: :func:`default_cells`).
+    * ``prices`` is what each model's tokens cost (see :mod:`orchestration.tools.pricing`); a
+      reason attempt's cost is computed here and recorded with it. Without one every model's
+      tokens are recorded unpriced, and a plan with a cost budget halts at its first.
+
+    ``heartbeat_throttle`` caps how long the SDK holds an activity's heartbeats before it sends
+    them (its default is 80% of the heartbeat timeout): the server's last-heartbeat time is what
+    a run's liveness reads (``healthy`` until half the timeout), so it must stay fresh.
     """
     registry = artifacts or ArtifactRegistry()
     if isinstance(spool, FileSpoolStore):
@@ -167,6 +177,7 @@ def build_worker(
         reasoner=reasoner,
         artifacts=registry,
         cells=default_cells() if evaluators is None else evaluators,
+        prices=prices,
     )
     frames = FrameActivities(work)
     runs = RunStoreActivities(
@@ -196,5 +207,8 @@ def build_worker(
         max_concurrent_activities=max_concurrent_activities,
         interceptors=interceptors,
         deployment_config=deployment_config,
+        max_heartbeat_throttle_interval=options.pop(
+            "max_heartbeat_throttle_interval", heartbeat_throttle
+        ),
         **options,
     )

@@ -105,6 +105,7 @@ class PlanRun:
         self._cancelled = False
         self._claimed = False
         self._build: str | None = None
+        self._heartbeat_seconds: float | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -117,6 +118,7 @@ class PlanRun:
         """
         self._build = current_build()
         request = decode(input)
+        self._heartbeat_seconds = request.settings.heartbeat_seconds
         self._segment = Segment(request.plan_id or "")
         loaded = load_view(request)
         admission = await admit(request, loaded, self._segment, build=self._build)
@@ -267,6 +269,9 @@ class PlanRun:
             stopping=engine.stopping,
             segment=self._segment.number,
             build=self._build,
+            usage=engine.spend.totals() if engine.spend.attempts else None,
+            node_usage={node: spend.totals() for node, spend in engine.node_spend.items()},
+            heartbeat_seconds=self._heartbeat_seconds,
         )
 
 

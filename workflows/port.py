@@ -15,7 +15,10 @@ inside a workflow, and how the run waits:
 Determinism: every attempt is one activity execution of one attempt (the loop retries, not
 Temporal), with ``activity_id = <frame key>#<attempt>``: replaying a history against code that
 would hand a result to another frame fails as nondeterministic instead of silently. Time is
-``workflow.now()``.
+``workflow.now()``. So Temporal retries nothing the run's log does not show: each attempt's
+failure comes back here, is classified (a start-to-close or heartbeat timeout is a lost
+attempt, by which timeout; an application error carries its name, kind, transience and what
+a reason attempt spent), and the loop records it.
 
 This module is passed through the workflow sandbox (see :mod:`workflows.plan_run`), so the
 sandbox does not check it: it reads no clock, randomness or environment except through
@@ -39,6 +42,7 @@ from temporalio.exceptions import (
 )
 
 from orchestration.predicates import CelCell, StructuredCell
+from orchestration.run.budgets import Allowance
 from orchestration.run.driver import (
     Inbox,
     call_request,
@@ -58,10 +62,17 @@ from orchestration.run.messages import (
     TransformResponse,
     activity_id_for,
 )
-from orchestration.run.policy import Attempt, Lost
+from orchestration.run.policy import Attempt, Lost, LostBy
 from orchestration.run.work import WorkFailed, decide_with
 from orchestration.tools.contracts import PredicateEvaluator
-from orchestration.types import BranchNode, CallNode, RawPlanView, SelectNode, TurnAbort
+from orchestration.types import (
+    BranchNode,
+    CallNode,
+    RawPlanView,
+    SelectNode,
+    TurnAbort,
+    Usage,
+)
 
 __all__ = ["LOCAL_TIMEOUT", "WorkflowPort", "attempt_from_error", "fast_tools", "iso"]
 
@@ -113,7 +124,8 @@ def attempt_from_error(exc: ActivityError) -> Attempt:
     if isinstance(cause, TimeoutError):
         if cause.type in _LOST:
             workflow.metric_meter().create_counter("plan_indeterminate_frames").add(1)
-            return Lost(str(cause))
+            by: LostBy = "heartbeat" if cause.type == TimeoutType.HEARTBEAT else "start_to_close"
+            return Lost(str(cause), by)
         # Timed out before it started (schedule-to-start): nothing ran; try again.
         return Failed("ScheduleTimeout", str(cause), transient=True)
     if isinstance(cause, ApplicationError):
@@ -126,11 +138,13 @@ def _failed_from_application(error: ApplicationError, node_kind: str) -> Failed:
     """A node activity's ``ApplicationError`` (see :mod:`activities.frames`) as a failure."""
     facts = error.details[0] if error.details and isinstance(error.details[0], dict) else {}
     kind = facts.get("kind", "predicate" if node_kind in ("branch", "select") else "error")
+    spent = facts.get("usage")
     return Failed(
         error.type or "ApplicationError",
         error.message,
-        kind if kind in ("error", "predicate", "output_schema") else "error",
+        kind if kind in ("error", "predicate", "output_schema", "budget") else "error",
         bool(facts.get("transient", False)),
+        Usage.model_validate(spent) if isinstance(spent, dict) else None,
     )
 
 
@@ -207,18 +221,26 @@ class WorkflowPort:
             return True
         return info.is_continue_as_new_suggested()
 
-    def _options(self, d: Dispatch, summary: str) -> dict[str, Any]:
+    def _options(
+        self, d: Dispatch, summary: str, allowance: Allowance | None = None
+    ) -> dict[str, Any]:
         settings = self.settings
+        timeout = settings.start_to_close_seconds
+        if allowance is not None and allowance.seconds is not None:
+            # What is left of the node's wall time bounds the attempt (a lost attempt if cut).
+            timeout = max(0.001, min(timeout, allowance.seconds))
         return {
             "activity_id": activity_id_for(d.key, d.attempt),
             "summary": summary if settings.activity_summaries else None,
-            "start_to_close_timeout": timedelta(seconds=settings.start_to_close_seconds),
+            "start_to_close_timeout": timedelta(seconds=timeout),
             "retry_policy": _ONE_ATTEMPT,
         }
 
-    def _remote(self, d: Dispatch, summary: str) -> dict[str, Any]:
+    def _remote(
+        self, d: Dispatch, summary: str, allowance: Allowance | None = None
+    ) -> dict[str, Any]:
         settings = self.settings
-        options = self._options(d, summary)
+        options = self._options(d, summary, allowance)
         options["task_queue"] = settings.task_queue
         options["heartbeat_timeout"] = (
             None
@@ -227,7 +249,7 @@ class WorkflowPort:
         )
         return options
 
-    async def attempt(self, d: Dispatch) -> Attempt:
+    async def attempt(self, d: Dispatch, allowance: Allowance | None = None) -> Attempt:
         """Carry out one attempt of frame ``d``; a failure comes back as its outcome, not raised.
 
         A kind of node this build does not run fails as ``node_kind_unavailable``.
@@ -237,16 +259,18 @@ class WorkflowPort:
             if isinstance(node, BranchNode | SelectNode):
                 return await self._decide(d, node)
             if isinstance(node, CallNode):
-                return await self._call(d, node)
+                return await self._call(d, node, allowance)
             if node.kind == "reason":
-                reason = reason_request(d, plan_id=self.plan_id, run_id=self.run_id)
+                reason = reason_request(
+                    d, plan_id=self.plan_id, run_id=self.run_id, allowance=allowance
+                )
                 answer = await workflow.execute_activity(
                     "plan.reason",
                     reason,
                     result_type=ReasonResponse,
-                    **self._remote(d, f"{node.id} · reason"),
+                    **self._remote(d, f"{node.id} · reason", allowance),
                 )
-                return Succeeded(items=answer.items)
+                return Succeeded(items=answer.items, usage=answer.usage())
             if node.kind == "transform":
                 transform = transform_request(
                     d, self.view, plan_id=self.plan_id, run_id=self.run_id
@@ -255,7 +279,7 @@ class WorkflowPort:
                     "plan.transform",
                     transform,
                     result_type=TransformResponse,
-                    **self._remote(d, f"{node.id} · transform"),
+                    **self._remote(d, f"{node.id} · transform", allowance),
                 )
                 return Succeeded(items=result.items)
         except ActivityError as exc:
@@ -267,7 +291,9 @@ class WorkflowPort:
             "node_kind_unavailable", f"{node.kind} nodes are not executed by this worker version"
         )
 
-    async def _call(self, d: Dispatch, node: CallNode) -> Attempt:
+    async def _call(
+        self, d: Dispatch, node: CallNode, allowance: Allowance | None = None
+    ) -> Attempt:
         definition = node.definition
         request = call_request(d, plan_id=self.plan_id, run_id=self.run_id, approval=self.approval)
         if definition.replay_safe and definition.tool in self.fast:
@@ -277,14 +303,14 @@ class WorkflowPort:
                 "plan.call",
                 request,
                 result_type=CallResponse,
-                **self._options(d, f"{node.id} · {definition.tool} (local)"),
+                **self._options(d, f"{node.id} · {definition.tool} (local)", allowance),
             )
         else:
             response = await workflow.execute_activity(
                 "plan.call",
                 request,
                 result_type=CallResponse,
-                **self._remote(d, f"{node.id} · {definition.tool}"),
+                **self._remote(d, f"{node.id} · {definition.tool}", allowance),
             )
         return Succeeded(items=response.items, artifact=response.artifact)
 

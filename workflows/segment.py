@@ -20,7 +20,16 @@ from __future__ import annotations
 from temporalio import workflow
 
 from orchestration.run.checkpoint import Checkpoint
-from orchestration.run.log import LogEdge, LogEnd, LogEnter, LogEntry, LogSettle, LogStart
+from orchestration.run.log import (
+    LogAttempt,
+    LogEdge,
+    LogEnd,
+    LogEnter,
+    LogEntry,
+    LogInterrupt,
+    LogSettle,
+    LogStart,
+)
 from orchestration.run.messages import ContinuedRun, LogPage, MirrorRequest
 from workflows.port import LOCAL_TIMEOUT
 
@@ -165,6 +174,10 @@ def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
     ``plan_nodes_settled`` (by ``kind`` and ``status``), ``plan_runs_settled`` (by ``outcome``)
     and, where the loss is seen (:func:`workflows.port.attempt_from_error`),
     ``plan_indeterminate_frames`` (a frame halted or retried because its outcome was lost).
+    From each attempt's entry: ``plan_attempts`` (by ``kind``, ``result`` and ``reason``, the
+    first attempt's reason being ``first``), ``plan_model_tokens`` (by ``direction``: input or
+    output) and ``plan_attempt_cost_usd`` (a histogram of each priced attempt's cost: its sum is
+    what the runs spent); and ``plan_budgets_exhausted`` (by ``budget``) when a run halts on one.
     """
     meter = workflow.metric_meter()
     for entry in entries:
@@ -181,3 +194,22 @@ def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
             meter.create_counter("plan_nodes_settled").add(1, attributes)
         elif isinstance(entry, LogEnd):
             meter.create_counter("plan_runs_settled").add(1, {"outcome": entry.outcome})
+        elif isinstance(entry, LogAttempt):
+            attributes = {
+                "kind": kinds.get(entry.frame, "call"),
+                "result": entry.result,
+                "reason": entry.reason or "first",
+            }
+            meter.create_counter("plan_attempts").add(1, attributes)
+            usage = entry.usage
+            if usage is not None:
+                tokens = meter.create_counter("plan_model_tokens")
+                tokens.add(usage.input_tokens, {"direction": "input"})
+                tokens.add(usage.output_tokens, {"direction": "output"})
+                if usage.cost_usd is not None:
+                    meter.create_histogram_float(
+                        "plan_attempt_cost_usd", "what each priced model attempt cost", "USD"
+                    ).record(usage.cost_usd)
+        elif isinstance(entry, LogInterrupt) and entry.cause.kind == "budget_exhausted":
+            budget = getattr(entry.cause, "budget", None) or "maxSteps"
+            meter.create_counter("plan_budgets_exhausted").add(1, {"budget": budget})

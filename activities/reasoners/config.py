@@ -11,16 +11,21 @@
                                optional for a local server)
 ``ORCH_REASONER_TIMEOUT``      seconds per request (default 120)
 ``ORCH_REASONER_MAX_RETRIES``  retries of a 429/5xx/unreachable provider per turn (default 3)
+``ORCH_REASONER_SCRIPT``       ``scripted`` only: a JSON file of answers by node id, one answer
+                               or a list of one per model turn (the last repeats)
 =============================  ===============================================================
 
 ``scripted`` is :class:`~orchestration.testing.ScriptedReasoner` answering every reason node
-with a small example of its schema: a test double for trying plans without a model, never a
-production setting.
+with a small example of its schema, or with what ``ORCH_REASONER_SCRIPT`` says (each answer is
+the forced tool's arguments, so a script can answer invalidly to show the retry loop): a test
+double for trying plans without a model, never a production setting.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 
 from activities.reasoners.anthropic import AnthropicMessagesReasoner
 from activities.reasoners.http import ProviderSettings
@@ -47,7 +52,16 @@ def reasoner_from_env(env: Mapping[str, str]) -> Reasoner | None:
     if kind in ("", "none"):
         return None
     if kind == "scripted":
-        return ScriptedReasoner()
+        script = env.get("ORCH_REASONER_SCRIPT")
+        if not script:
+            return ScriptedReasoner()
+        try:
+            answers = json.loads(Path(script).read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"ORCH_REASONER_SCRIPT={script!r} is not a JSON file: {exc}") from exc
+        if not isinstance(answers, dict):
+            raise ValueError(f"ORCH_REASONER_SCRIPT={script!r} must hold an object by node id")
+        return ScriptedReasoner(answers)
     if kind not in DEFAULTS:
         raise ValueError(f"ORCH_REASONER={kind!r} is not one of openai, anthropic, scripted, none")
     base_url, model, key_variable = DEFAULTS[kind]

@@ -5,22 +5,63 @@ A provider that answers 429 (rate limited), 5xx (failing or overloaded, includin
 request is retried here a few times with exponential backoff (honouring ``Retry-After`` when
 the provider sends one), then surfaces as :class:`~orchestration.errors.ReasonerUnavailableError`
 so the activity's retry policy can try again much later. Any other 4xx (a bad key, an unknown
-model, a request the provider will never accept) is :class:`ReasonerRejectedError` at once.
+model, a request the provider will never accept) is :class:`ReasonerRejectedError` at once; one
+that says the request is larger than the model's context window (OpenAI's
+``context_length_exceeded`` code, Anthropic's "prompt is too long", and the like:
+:func:`is_context_window_error`) is :class:`ContextWindowExceededError`, final for the frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from orchestration.errors import ReasonerRejectedError, ReasonerUnavailableError
+from orchestration.errors import (
+    ContextWindowExceededError,
+    ReasonerRejectedError,
+    ReasonerUnavailableError,
+)
 
-__all__ = ["JsonPoster", "ProviderSettings"]
+__all__ = ["JsonPoster", "ProviderSettings", "is_context_window_error"]
+
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "context_window_exceeded"})
+_CONTEXT_WORDS = re.compile(
+    r"context[ _-]?(length|window)|prompt is too long|maximum context|exceeds? (the )?context"
+    r"|too many (input )?tokens",
+    re.IGNORECASE,
+)
+
+
+def is_context_window_error(status: int, body: Any) -> bool:
+    """Whether a provider's 4xx answer says the request exceeds the model's context window.
+
+    OpenAI answers ``400`` with ``error.code == "context_length_exceeded"``; Anthropic answers
+    ``400`` (``invalid_request_error``) with "prompt is too long: N tokens > M maximum" or that
+    the input and ``max_tokens`` exceed the context limit; compatible servers word it alike.
+    """
+    if status not in (400, 413):
+        return False
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if isinstance(error, Mapping):
+        if str(error.get("code") or "") in _CONTEXT_CODES:
+            return True
+        message = str(error.get("message") or "")
+    else:
+        message = json.dumps(body)[:500] if body is not None else ""
+    return bool(_CONTEXT_WORDS.search(message))
+
+
+def _body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text[:500]
 
 
 @dataclass(frozen=True)
@@ -134,7 +175,10 @@ class JsonPoster:
                 last = f"HTTP {status}: {_error_message(response)}"
                 continue
             if status >= 400:
-                raise ReasonerRejectedError(f"HTTP {status}: {_error_message(response)}", status)
+                message = f"HTTP {status}: {_error_message(response)}"
+                if is_context_window_error(status, _body(response)):
+                    raise ContextWindowExceededError(message, status)
+                raise ReasonerRejectedError(message, status)
             try:
                 decoded = response.json()
             except ValueError:

@@ -67,6 +67,13 @@ def register(commands: Any) -> None:
         help="the task queue the worker polls; `orch run start --task-queue` must name the "
         "same one (default %(default)s)",
     )
+    dev.add_argument(
+        "--prices",
+        default=os.environ.get("ORCH_PRICES") or None,
+        metavar="PATH",
+        help="JSON price table reason attempts are costed by (env ORCH_PRICES; see "
+        "workers/prices.example.json; default: none, tokens recorded unpriced)",
+    )
     add_store_flag(dev)
     add_deployment_flags(dev)
     dev.set_defaults(handler=_dev)
@@ -79,10 +86,12 @@ def _dev(args: argparse.Namespace) -> int:
     configure_logging(os.environ.get("ORCH_LOG_LEVEL", "INFO"))  # JSON lines on stderr
     from workers.client import (
         DeploymentSettingsError,
+        LivenessMonitor,
         build_worker,
         codec_from_env,
         connect,
         deployment_config,
+        load_prices,
         make_current,
     )
 
@@ -90,6 +99,10 @@ def _dev(args: argparse.Namespace) -> int:
         versioning = deployment_config(args.deployment_name, args.build_id)
     except DeploymentSettingsError as exc:
         raise CliError("bad_deployment", str(exc)) from exc
+    try:
+        prices = load_prices(args.prices) if args.prices else None
+    except ValueError as exc:
+        raise CliError("bad_prices", f"{exc} — fix the file or leave --prices out") from exc
 
     async def go() -> int:
         data = Path(args.data).resolve()
@@ -118,6 +131,12 @@ def _dev(args: argparse.Namespace) -> int:
                 reasoner=reasoner_from_env(os.environ),
                 spool=FileSpoolStore(data / "spool"),
                 deployment_config=versioning,
+                prices=prices,
+            )
+            # Stalled calls are reported (a log line, metrics), never acted on.
+            stop = asyncio.Event()
+            watching = asyncio.create_task(
+                LivenessMonitor(client, args.task_queue, every=5.0).run(stop)
             )
             async with worker:
                 if versioning is not None:
@@ -135,11 +154,11 @@ def _dev(args: argparse.Namespace) -> int:
                         "is current; runs are pinned to the version they start on"
                     )
                 print("Ctrl-C to stop.")
-                stop = asyncio.Event()
                 loop = asyncio.get_running_loop()
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, stop.set)
                 await stop.wait()
+            await watching
         await store.close()
         print("stopped")
         return 0

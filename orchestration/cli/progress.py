@@ -7,14 +7,20 @@ frame settles, with how many arrivals its barrier took. Each settle line opens w
 (each an execution of a node: the entry's, each fired edge's, each closed barrier's). The
 denominator grows as edges fire; the plan's node count would be no honest total, since a
 fan-out runs a node several times and an untaken branch never runs its nodes.
+
+While it follows a run, it also reports each change of a call's liveness (about once a second:
+``stalling`` after half its heartbeat timeout without a heartbeat, ``stalled`` after all of it,
+healthy again), read from the server; a stall is only reported, never acted on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from orchestration.cli.attempts import frame_detail, liveness_lines, usage_lines
 from orchestration.cli.labels import (
     FrameLabels,
     barrier_arrivals,
@@ -23,6 +29,8 @@ from orchestration.cli.labels import (
     frames_of,
     is_join_arrival,
 )
+from orchestration.run.budgets import seconds_between
+from orchestration.run.liveness import StallChange, StallWatch
 from orchestration.types import (
     EdgeTaken,
     FrameRef,
@@ -37,7 +45,27 @@ from orchestration.types import (
     RunStarted,
 )
 
-__all__ = ["ProgressLines", "describe_events", "describe_run", "follow_run"]
+__all__ = ["ProgressLines", "describe_events", "describe_run", "follow_run", "stall_line"]
+
+
+def stall_line(change: StallChange, labels: FrameLabels) -> str:
+    """A watcher's line for a call whose liveness changed (``  ⚠ fetch stalling: ...``)."""
+    live = change.now
+    node = change.key.split(":", 1)[0]
+    name = node if labels.instances(node) <= 1 else change.key
+    if live.status == "healthy":
+        return f"  ✓ {name:<24} healthy again (attempt {live.attempt})"
+    silent = ""
+    if live.last_activity is not None:
+        silent = f"no heartbeat for {seconds_between(live.last_activity, live.observed_at):.1f}s"
+    timeout = live.heartbeat_timeout_seconds
+    limit = f" of its {timeout:g}s heartbeat timeout" if timeout else ""
+    then = (
+        "; its onIndeterminate decides once the timeout resolves it"
+        if live.status == "stalled"
+        else ""
+    )
+    return f"  ⚠ {name:<24} {live.status}: {silent}{limit} (attempt {live.attempt}){then}"
 
 
 def _fields(outcome: OutcomeOk) -> str:
@@ -132,9 +160,11 @@ def describe_run(
     """A run's text summary: outcome, then each executed frame with status, time and attempts.
 
     ``projection`` is ``fold_run(events)``; statuses come from it, times and attempts from the
-    events (see :func:`orchestration.cli.labels.frame_timings`). Then every node of
-    ``nodes`` (the plan's node ids) that the run never reached, so the summary accounts for
-    the whole plan.
+    events (see :func:`orchestration.cli.labels.frame_timings`). Beneath a frame, what is worth
+    reading about it (:func:`orchestration.cli.attempts.frame_detail`: its attempts, a model's
+    reach into its arguments, its verdict's provenance). Then every node of ``nodes`` (the
+    plan's node ids) that the run never reached, so the summary accounts for the whole plan,
+    and what the run spent on models and the liveness of its calls in flight, when known.
     """
     events = list(events)
     lines = [f"run {projection.run_id}: {projection.outcome}"]
@@ -151,6 +181,7 @@ def describe_run(
         else:
             tries = f"{timing.attempts} attempt" + ("" if timing.attempts == 1 else "s")
         lines.append(f"  {timing.label:<{width}} {status:<8} {took:>7}  {tries}")
+        lines += frame_detail(projection, timing.frame.key)
     ran = {timing.frame.node_id for timing in timings}
     for node_id in dict.fromkeys([*projection.node_status_by_id, *nodes]):
         if node_id not in ran:
@@ -161,6 +192,8 @@ def describe_run(
         lines.append(
             "indeterminate calls: " + ", ".join(names.label(f) for f in projection.indeterminate)
         )
+    lines += usage_lines(projection)
+    lines += liveness_lines(projection, ((t.frame.key, t.label) for t in timings))
     lines.append(f"outputs: {len(projection.outputs)}, edges taken: {len(projection.edges_taken)}")
     return "\n".join(lines)
 
@@ -183,10 +216,19 @@ async def follow_run(
     live = ProgressLines()
     seen = 0
     handle = runs.client.get_workflow_handle(workflow_id_for(plan_id))
+    stalls = StallWatch()
+    looked = 0.0
+    loop = asyncio.get_running_loop()
     while True:
         description = await handle.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             break
+        liveness = getattr(runs, "liveness", None)
+        if liveness is not None and loop.time() - looked >= 1.0:
+            looked = loop.time()
+            with contextlib.suppress(Exception):  # liveness is a courtesy; the log is the run
+                for change in stalls.observe(await liveness(plan_id)):
+                    emit(stall_line(change, live.labels))
         try:
             page: LogPage = await handle.query("events", args=[seen, 2000], result_type=LogPage)
         except Exception:  # noqa: BLE001 - the run may close between describe and query

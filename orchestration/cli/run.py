@@ -88,6 +88,12 @@ def register(commands: Any) -> None:
         "evidence, and what each reference read",
     )
     show.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="also list each frame's steps with their times: entered, each attempt dispatched "
+        "and ended, waiting, settled",
+    )
+    show.add_argument(
         "--audience",
         choices=["operator", "model"],
         default="operator",
@@ -315,6 +321,8 @@ def _show(args: argparse.Namespace) -> int:
         log = await runs.read_log(args.plan_id)
         events = expand_log(log)
         projection = fold_run(events)
+        if projection.outcome == "running":
+            projection = await _with_liveness(runs, args.plan_id, projection)
         view = (await runs.store.fold(args.plan_id)).view
         nodes = [node.id for node in view.nodes]
         if not args.render:
@@ -325,12 +333,41 @@ def _show(args: argparse.Namespace) -> int:
         return projection, events, nodes, text, started_build(log)
 
     projection, events, nodes, text, build = _with_runs(args, go, reads=True)
-    if text is None:
+    if text is None and args.lifecycle:
+        from orchestration.cli.lifecycle import describe_lifecycles
+
+        payload = {"projection": projection, "lifecycles": lifecycles_of(events)}
+        emit(
+            args,
+            payload,
+            lambda: _with_build(describe_run(projection, events, nodes), build)
+            + "\n"
+            + describe_lifecycles(events),
+        )
+    elif text is None:
         emit(args, projection, lambda: _with_build(describe_run(projection, events, nodes), build))
     else:
         payload = {"planId": args.plan_id, "projection": projection, "text": text}
         emit(args, payload, lambda: text.rstrip("\n"))
     return 0
+
+
+async def _with_liveness(runs: Any, plan_id: str, projection: Any) -> Any:
+    """An open run's projection with its calls' liveness, read from the server (best effort)."""
+    from orchestration.run.liveness import with_liveness
+
+    try:
+        observed = await runs.liveness(plan_id)
+    except Exception:  # noqa: BLE001 - a closed or unreachable run has no liveness to show
+        return projection
+    return with_liveness(projection, observed)
+
+
+def lifecycles_of(events: Any) -> dict[str, Any]:
+    """Each frame's steps, for ``--json`` (see :mod:`orchestration.run.history`)."""
+    from orchestration.run.history import frame_lifecycles
+
+    return {key: list(steps) for key, steps in frame_lifecycles(events).items()}
 
 
 def _with_build(summary: str, build: str | None) -> str:

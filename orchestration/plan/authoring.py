@@ -51,6 +51,7 @@ from orchestration.types import (
     JoinNode,
     JoinQuorum,
     JoinStrategy,
+    NodeBudget,
     PlanBounds,
     PlanEdge,
     PlanNode,
@@ -183,8 +184,12 @@ class PlanAuthor:
         on_missing_value: Literal["fail", "omit"] | None = "fail",
         declassifies: Sequence[str] | None = None,
         phase: str | None = None,
+        budget: NodeBudget | None = None,
     ) -> AddNodeOp:
-        """Add a staged tool call. ``replay_safe`` and ``on_indeterminate`` have no default."""
+        """Add a staged tool call. ``replay_safe`` and ``on_indeterminate`` have no default.
+
+        ``budget`` is the call's own wall time (``maxSeconds``; plan content, digested).
+        """
         definition = CallDefinition(
             tool=tool,
             args=dict(args or {}),
@@ -194,6 +199,7 @@ class PlanAuthor:
             on_indeterminate=on_indeterminate,
             on_missing_value=on_missing_value,
             declassifies=None if declassifies is None else tuple(declassifies),
+            budget=budget,
         )
         return self.add_node(CallNode(id=node_id, phase=phase, definition=definition))
 
@@ -205,11 +211,15 @@ class PlanAuthor:
         output_schema: str,
         max_attempts: int = 3,
         phase: str | None = None,
+        budget: NodeBudget | None = None,
     ) -> AddNodeOp:
-        """Add a reason node; plain strings in ``prompt`` become literal text parts."""
+        """Add a reason node; plain strings in ``prompt`` become literal text parts.
+
+        ``budget`` is the node's own token and wall-time budget (plan content, digested).
+        """
         parts = tuple(TextPart(text=p) if isinstance(p, str) else p for p in prompt)
         definition = ReasonDefinition(
-            prompt=parts, output_schema=output_schema, max_attempts=max_attempts
+            prompt=parts, output_schema=output_schema, max_attempts=max_attempts, budget=budget
         )
         return self.add_node(ReasonNode(id=node_id, phase=phase, definition=definition))
 

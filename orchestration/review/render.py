@@ -31,12 +31,19 @@ from typing import Any, Literal
 from orchestration.plan.encoding import NodeRef, ParamRef
 from orchestration.plan.graph import PlanStructure, layout_order
 from orchestration.review.approval import authority_set, claim_key, describe_claim
+from orchestration.review.render_run import (
+    budget_bounds,
+    describe_budget,
+    executed_lines,
+    node_budget,
+)
 from orchestration.run.resolve import MISSING, resolve_ref
 from orchestration.run.routes import BranchId, EdgeSegment
 from orchestration.types import (
     AuthorityClaim,
     AuthorityRevoked,
     BranchDefinition,
+    BudgetExhausted,
     CallDefinition,
     CloneProvenance,
     DeclaredField,
@@ -171,6 +178,8 @@ def describe_interruption(cause: InterruptionCause) -> str:
     """Why a run stopped short, in the contract's words (``node x failed (unhandled)``)."""
     if isinstance(cause, AuthorityRevoked):
         return f"authority revoked: {describe_claim(cause.claim)}"
+    if isinstance(cause, BudgetExhausted) and cause.budget is not None:
+        return describe_budget(cause)
     template = _INTERRUPTION_LABELS.get(cause.kind)
     if template is None:
         return cause.kind.replace("_", " ")
@@ -236,6 +245,7 @@ def _bounds(view: RawPlanView) -> list[str]:
         f"Bounds: at most {b.max_nodes} nodes, {b.max_edges} edges, {b.max_steps} steps "
         f"(node executions), {b.max_concurrent_frames} concurrent frames, "
         f"{b.max_encoded_bytes} encoded bytes.",
+        *budget_bounds(b),
         f"This plan: {len(view.nodes)} nodes, {len(view.edges)} edges.",
         "",
     ]
@@ -370,6 +380,9 @@ def _node_block(
         lines.append(f"{_INDENT}cases: {', '.join(d.cases) if d.cases else '(none)'}")
     elif node.kind == "join":
         lines += _join(structure, index, d)
+    lines += node_budget(node)
+    if run is not None:
+        lines += executed_lines(run, node)
     lines += _next(structure, index, steps, run)
     return lines
 

@@ -18,6 +18,11 @@ that, in a size that does not grow with how long the run has been going:
   one carried table.
 
 The plan itself is not carried: the continued execution loads it by id and digest.
+
+Also carried, additively (absent from the wire form when empty, so an older checkpoint reads
+unchanged): what the run's attempts spent on models (``spent``, so its token and cost budgets
+hold across executions), and for each carried output whether it traces back to a model
+(``model``; absent reads as unknown, which provenance takes as a model's: fail-closed).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from pydantic import Field
 
 from orchestration.errors import MalformedRunLogError
 from orchestration.plan.encoding import NodeRef
@@ -38,6 +45,7 @@ from orchestration.predicates.structured import (
     StructuredPredicate,
     parse_structured_predicate,
 )
+from orchestration.run.budgets import Spend
 from orchestration.run.engine.builders import edge_segment
 from orchestration.run.engine.compiled import CompiledPlan
 from orchestration.run.engine.state import Barrier, Frame, Items
@@ -50,6 +58,7 @@ from orchestration.types import (
     OutputItem,
     PlanNode,
     SelectNode,
+    UsageTotals,
     WireModel,
 )
 
@@ -61,6 +70,8 @@ class CarriedOutput(WireModel):
 
     frame: int
     items: tuple[OutputItem, ...]
+    model: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Whether the output traces back to a model (``None``: not known)."""
 
 
 class CarriedArtifact(WireModel):
@@ -68,6 +79,8 @@ class CarriedArtifact(WireModel):
 
     frame: int
     handle: ArtifactHandle
+    model: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Whether its producer's output traces back to a model (``None``: not known)."""
 
 
 class CarriedFrame(WireModel):
@@ -101,6 +114,8 @@ class Checkpoint(WireModel):
         tables: Each distinct carried table, as the frame numbers of its entries.
         frames: The live frames, in creation order.
         barriers: The open barriers, in the order they opened.
+        spent: What the run's attempts spent on models so far (absent: nothing).
+        node_spent: The same per node id (bounded by the plan's size).
 
     """
 
@@ -114,6 +129,8 @@ class Checkpoint(WireModel):
     tables: tuple[tuple[int, ...], ...] = ()
     frames: tuple[CarriedFrame, ...] = ()
     barriers: tuple[CarriedBarrier, ...] = ()
+    spent: UsageTotals | None = Field(default=None, exclude_if=lambda v: v is None)
+    node_spent: dict[str, UsageTotals] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 # -- what may still be read --------------------------------------------------------------------
@@ -291,6 +308,8 @@ def make_checkpoint(
     steps: int,
     frames: list[Frame],
     barriers: list[Barrier],
+    spent: UsageTotals | None = None,
+    node_spent: dict[str, UsageTotals] | None = None,
 ) -> Checkpoint:
     """The checkpoint of a frontier with nothing in flight (see the module docstring)."""
     starts = [f.node_id for f in frames] + [b.facts.node_id for b in barriers]
@@ -313,10 +332,11 @@ def make_checkpoint(
             kept.append(number)
             if number not in values:
                 routes.append(entry.route)
+                model = entry.route.model
                 values[number] = (
-                    CarriedArtifact(frame=number, handle=entry.value)
+                    CarriedArtifact(frame=number, handle=entry.value, model=model)
                     if artifact
-                    else CarriedOutput(frame=number, items=entry.value)
+                    else CarriedOutput(frame=number, items=entry.value, model=model)
                 )
         key = tuple(kept)
         index = table_index.get(key)
@@ -358,6 +378,8 @@ def make_checkpoint(
         tables=tuple(tables),
         frames=carried_frames,
         barriers=tuple(carried_barriers),
+        spent=spent,
+        node_spent=node_spent or {},
     )
 
 
@@ -374,6 +396,12 @@ def restore_checkpoint(checkpoint: Checkpoint, plan: CompiledPlan) -> RestoredRu
     routes = _unpack_routes(plan, checkpoint.routes)
     outputs: Mapping[int, Items] = {o.frame: o.items for o in checkpoint.outputs}
     handles: Mapping[int, ArtifactHandle] = {a.frame: a.handle for a in checkpoint.artifacts}
+    marks = [(o.frame, o.model) for o in checkpoint.outputs]
+    marks += [(a.frame, a.model) for a in checkpoint.artifacts]
+    for number, model in marks:
+        carried_route = routes.get(number)
+        if carried_route is not None and model is not None:
+            carried_route.model = model
     built: dict[tuple[int, bool], FrameTable[Any]] = {}
 
     def route(number: int) -> Route:
@@ -414,6 +442,8 @@ def restore_checkpoint(checkpoint: Checkpoint, plan: CompiledPlan) -> RestoredRu
         cause=None,
         entry_entered=True,
         entry_settled=True,
+        spend=Spend.of(checkpoint.spent),
+        node_spend={node: Spend.of(t) for node, t in checkpoint.node_spent.items()},
     )
     run.frames = [(frame(f), False) for f in checkpoint.frames]
     for carried_barrier in checkpoint.barriers:

@@ -10,6 +10,22 @@ only transport, through :class:`HostPort`: how one attempt of a frame's work is 
 The loop is deterministic given the order in which attempts complete: it uses only asyncio
 tasks and the port's clock and waits, so the ``PlanRun`` workflow runs this very code inside
 its deterministic event loop, and the in-process host runs it in an ordinary one.
+
+**Every attempt is recorded as it ends.** When an attempt of a call, reason or transform frame
+comes back, the loop records it (``attempt``: its number, start and end, result, error, what it
+spent on a model, why it was made) before deciding what follows, so both hosts write the same
+history. Why an attempt was made is the loop's own knowledge: the first has no reason; a retry
+is for the previous attempt's transient error, provider error or lost outcome
+(:func:`~orchestration.run.policy.retry_reason`); an operator's retry of a halted frame is
+``operator_retry``. On Temporal each attempt is one activity execution allowed one attempt by
+its retry policy, so no retry happens where the log cannot see it.
+
+**Budgets.** Before every retry the loop asks the engine whether a token, cost or wall-time
+budget refuses it (:meth:`~orchestration.run.engine.machine.RunEngine.refusal`); if so the run
+halts ``budget_exhausted`` as a stop would end it (the failure stands, a lost call halts). Every
+attempt is given what is left of its budgets (:class:`~orchestration.run.budgets.Allowance`):
+its timeout is cut to the frame's remaining wall time, and a reason attempt stops between
+model turns once its tokens or cost are spent.
 """
 
 from __future__ import annotations
@@ -20,8 +36,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from orchestration.errors import EngineStateError
+from orchestration.run.budgets import Allowance
 from orchestration.run.engine.machine import RunEngine
-from orchestration.run.engine.results import Decided, Dispatch, Failed, Skipped
+from orchestration.run.engine.results import Decided, Dispatch, Failed, Skipped, Succeeded
 from orchestration.run.log import LogEntry
 from orchestration.run.messages import (
     CallRequest,
@@ -30,16 +47,29 @@ from orchestration.run.messages import (
     RetrySettings,
     TransformRequest,
 )
-from orchestration.run.policy import Attempt, Halt, Lost, Retry, Settle, after_attempt
+from orchestration.run.policy import (
+    Attempt,
+    Halt,
+    Lost,
+    Retry,
+    Settle,
+    after_attempt,
+    lost_error,
+    retry_reason,
+)
 from orchestration.types import (
     ApprovalRecord,
+    AttemptResult,
     BranchNode,
+    BudgetExhausted,
     CallNode,
+    ErrorInfo,
     InterruptionCause,
     OperatorStop,
     ProcessDeath,
     RawPlanView,
     ReasonNode,
+    RetryReason,
     SelectNode,
     TransformNode,
 )
@@ -68,8 +98,13 @@ class HostPort(Protocol):
         """The current time, ISO-8601 (a workflow's ``workflow.now()``)."""
         ...
 
-    async def attempt(self, dispatch: Dispatch) -> Attempt:
-        """Carry out one attempt of a frame's work and report what it came to."""
+    async def attempt(self, dispatch: Dispatch, allowance: Allowance | None = None) -> Attempt:
+        """Carry out one attempt of a frame's work and report what it came to.
+
+        ``allowance`` (``None``: no budget bounds it) is what the attempt may spend: its
+        timeout is at most ``allowance.seconds``, and a reason attempt stops between model
+        turns once ``allowance.tokens`` or ``allowance.cost_usd`` is spent.
+        """
         ...
 
     async def pause(self, seconds: float) -> None:
@@ -109,7 +144,11 @@ class Inbox:
 class _Completed:
     dispatch: Dispatch
     outcome: Attempt
+    started: str
+    reason: RetryReason | None
 
+
+_ACTIVITY_KINDS = frozenset({"call", "reason", "transform"})
 
 class RunDriver:
     """Drives one engine to its end (or to a checkpoint) through a host's port.
@@ -157,18 +196,28 @@ class RunDriver:
             if task is not None:
                 task.cancel()
 
-    def _launch(self, dispatch: Dispatch, delay: float = 0.0) -> None:
+    def _launch(
+        self,
+        dispatch: Dispatch,
+        delay: float = 0.0,
+        reason: RetryReason | None = None,
+        allowance: Allowance | None = None,
+    ) -> None:
         async def attempt() -> None:
             if delay > 0:
                 await self.port.pause(delay)
+            started = self.port.now()
             try:
-                outcome = await self.port.attempt(dispatch)
+                if allowance is None:
+                    outcome = await self.port.attempt(dispatch)
+                else:
+                    outcome = await self.port.attempt(dispatch, allowance)
             except Exception as exc:  # noqa: BLE001 - a frame must settle, never hang the run
                 predicate = dispatch.kind in ("branch", "select")
                 outcome = Failed(
                     type(exc).__name__, str(exc), "predicate" if predicate else "error"
                 )
-            self._completed.append(_Completed(dispatch, outcome))
+            self._completed.append(_Completed(dispatch, outcome, started, reason))
 
         key = dispatch.key
         task = asyncio.create_task(attempt())
@@ -210,8 +259,9 @@ class RunDriver:
             if not self._checkpointing and self.port.checkpoint_due():
                 self._checkpointing = True
             if not self._checkpointing:
-                for dispatch in engine.ready(now()):
-                    self._launch(dispatch)
+                at = now()
+                for dispatch in engine.ready(at):
+                    self._launch(dispatch, allowance=engine.allowance(dispatch.key, at))
             self._flush()
             if engine.done:
                 break
@@ -232,17 +282,66 @@ class RunDriver:
     def _settle_completed(self) -> None:
         while self._completed:
             done = self._completed.pop(0)
-            self._decide(done.dispatch, done.outcome)
+            self._decide(done.dispatch, done.outcome, done.started, done.reason)
 
-    def _decide(self, dispatch: Dispatch, outcome: Attempt) -> None:
+    def _record_attempt(
+        self, dispatch: Dispatch, outcome: Attempt, started: str, reason: RetryReason | None
+    ) -> None:
+        """Record the attempt's end (calls, reason and transform frames: the ones with work)."""
+        if dispatch.kind not in _ACTIVITY_KINDS:
+            return
+        engine = self.engine
+        key = dispatch.key
+        result: AttemptResult
+        error: ErrorInfo | None = None
+        usage = None
+        if isinstance(outcome, Succeeded):
+            result, usage = "ok", outcome.usage
+        elif isinstance(outcome, Failed):
+            result, usage = "failed", outcome.usage
+            error = ErrorInfo(name=outcome.name, message=outcome.message)
+        elif isinstance(outcome, Lost):
+            result, error = "lost", lost_error(outcome)
+        else:
+            result = "skipped"
+        origins = (engine.origins_of(key) or None) if dispatch.attempt == 1 else None
+        engine.attempt_ended(
+            key,
+            result,
+            started,
+            self.port.now(),
+            error=error,
+            reason=reason,
+            usage=usage,
+            origins=origins,
+        )
+
+    def _decide(
+        self,
+        dispatch: Dispatch,
+        outcome: Attempt,
+        started: str,
+        reason: RetryReason | None,
+    ) -> None:
         engine, now = self.engine, self.port.now
         key = dispatch.key
         if engine.done or key not in engine.in_flight:
+            return
+        self._record_attempt(dispatch, outcome, started, reason)
+        if isinstance(outcome, Failed) and outcome.kind == "budget":
+            # The attempt stopped between model turns: its budget is spent.
+            engine.stop(self._budget_cause(key, outcome), now())
+            engine.settle(key, outcome, now())
             return
         verdict = after_attempt(dispatch.node, dispatch.attempt, outcome, self.retry)
         if isinstance(verdict, Settle):
             engine.settle(key, verdict.result, now())
         elif isinstance(verdict, Retry):
+            refused = None
+            if engine.stopping is None:
+                refused = engine.refusal(key, now(), delay=verdict.delay)
+                if refused is not None:
+                    engine.stop(refused, now())
             if engine.stopping is not None or self._checkpointing:
                 # Nothing new starts once the run is ending: a lost call stays indeterminate
                 # (halted), a failure stands.
@@ -251,12 +350,28 @@ class RunDriver:
                 elif engine.stopping is not None:
                     self._halt(dispatch)
                 else:
-                    self._launch(engine.retry(key, now()), verdict.delay)
+                    self._retry(key, verdict.delay, retry_reason(outcome))
             else:
-                self._launch(engine.retry(key, now()), verdict.delay)
+                self._retry(key, verdict.delay, retry_reason(outcome))
         else:
             assert isinstance(verdict, Halt)
             self._halt(dispatch)
+
+    def _retry(self, key: str, delay: float, reason: RetryReason) -> None:
+        engine = self.engine
+        at = self.port.now()
+        allowance = engine.allowance(key, at, delay=delay)
+        self._launch(engine.retry(key, at), delay, reason, allowance)
+
+    def _budget_cause(self, key: str, failure: Failed) -> InterruptionCause:
+        """The budget a reason attempt stopped for, as the engine counts it."""
+        engine = self.engine
+        refused = engine.refusal(key, self.port.now())
+        if refused is not None:
+            return refused
+        # What the attempt spent reached what it was allowed, though the run's own sums (added
+        # in another order) fall a hair short: name the budget the attempt was bounded by.
+        return BudgetExhausted(settled=engine.steps, detail=failure.message)
 
     def _halt(self, dispatch: Dispatch) -> None:
         self.engine.interrupt_frame(dispatch.key, ProcessDeath(), self.port.now())
@@ -266,9 +381,16 @@ class RunDriver:
                 self.inbox.decide(dispatch.key, decision)
 
     def _recover(self) -> None:
-        """Calls a resumed log shows entered and unsettled: their outcome is unknown."""
-        for dispatch in self.engine.recovered:
-            self._decide(dispatch, Lost("found entered and unsettled when the run resumed"))
+        """Calls a resumed log shows entered and unsettled: their outcome is unknown.
+
+        Each lost attempt is recorded as started when it was entered (its reason, if it was a
+        retry, was never recorded: the attempt did not end).
+        """
+        engine = self.engine
+        for dispatch in engine.recovered:
+            started = engine.started_of(dispatch.key) or self.port.now()
+            lost = Lost("found entered and unsettled when the run resumed", "unknown")
+            self._decide(dispatch, lost, started, None)
 
     def _apply_decisions(self) -> None:
         engine, now, inbox = self.engine, self.port.now, self.inbox
@@ -277,7 +399,11 @@ class RunDriver:
                 continue
             decision = inbox.decisions.pop(key)
             if decision == "retry":
-                self._launch(engine.retry(key, now()))
+                refused = engine.refusal(key, now())
+                if refused is not None:
+                    engine.stop(refused, now())
+                else:
+                    self._retry(key, 0.0, "operator_retry")
             elif decision == "skip":
                 engine.settle(key, Skipped(), now())
             else:
@@ -307,8 +433,10 @@ def call_request(
     )
 
 
-def reason_request(dispatch: Dispatch, *, plan_id: str, run_id: str) -> ReasonRequest:
-    """The request of a reason frame: its joined prompt and output schema."""
+def reason_request(
+    dispatch: Dispatch, *, plan_id: str, run_id: str, allowance: Allowance | None = None
+) -> ReasonRequest:
+    """The request of a reason frame: its joined prompt and output schema (and its budgets)."""
     node = dispatch.node
     assert isinstance(node, ReasonNode)
     return ReasonRequest(
@@ -319,6 +447,8 @@ def reason_request(dispatch: Dispatch, *, plan_id: str, run_id: str) -> ReasonRe
         prompt=dispatch.prompt,
         output_schema=node.definition.output_schema,
         max_attempts=max(1, node.definition.max_attempts),
+        max_tokens=None if allowance is None else allowance.tokens,
+        max_cost_usd=None if allowance is None else allowance.cost_usd,
     )
 
 

@@ -35,6 +35,7 @@ from orchestration.run.fold import fold_run
 from orchestration.run.log import (
     LogArrive,
     LogCancel,
+    LogAttempt,
     LogEdge,
     LogEnd,
     LogEnter,
@@ -48,6 +49,7 @@ from orchestration.run.tables import Table
 from orchestration.run.trace import LogTrace, TracedFrame
 from orchestration.types import (
     ArtifactHandle,
+    AttemptEnded,
     FrameRef,
     NodeOutput,
     OutcomeFailed,
@@ -223,6 +225,19 @@ class LogExpander:
         if kind is LogStart:
             assert isinstance(entry, LogStart)
             return RunStarted(run_id=entry.run_id, digest=entry.digest, at=entry.at)
+        if kind is LogAttempt:
+            assert isinstance(entry, LogAttempt)
+            return AttemptEnded.model_construct(
+                frame=ref(trace.frames[entry.frame]),
+                attempt=entry.attempt,
+                result=entry.result,
+                started=entry.started,
+                error=entry.error,
+                reason=entry.reason,
+                usage=entry.usage,
+                origins=entry.origins,
+                at=entry.at,
+            )
         return None
 
     def _snapshot(self, at: str) -> RunEvent:

@@ -31,6 +31,12 @@ Rules (the reference's, plus the two this project adds, marked *):
 * ``interruption``: the run-wide cause of the last ``run_interrupted`` without a frame; else,
   *while a frame-scoped interruption (a halted indeterminate call) is unresolved, its cause.
   Re-entering or settling that frame resolves it.
+* *``attempts``, ``argOrigins``, ``usage``, ``nodeUsage``: from each ``attempt_ended`` (additive):
+  every attempt of each call, reason and transform frame in order, where a call's arguments
+  came from, and the tokens and cost spent per node and in all. A log without such events (one
+  written before they existed) folds to empty histories and zero usage.
+* *``liveness`` stays empty: it is not history, and a reader with a clock adds it
+  (:mod:`orchestration.run.liveness`).
 
 Tables in events are content, never keys: ``edge_taken`` and ``frontier_snapshot`` carry each
 frame's ``outputs`` / ``artifacts`` themselves. In memory these are the engine's structurally
@@ -51,9 +57,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orchestration.errors import MalformedRunLogError
+from orchestration.run.budgets import Spend
 from orchestration.run.engine.builders import edge_taken_record, pending_frame
 from orchestration.run.routes import EdgeSegment, JoinSegment, edge_token, segments_key
 from orchestration.types import (
+    AttemptEnded,
+    AttemptRecord,
     EdgeTaken,
     EdgeTakenRecord,
     FrameRef,
@@ -71,6 +80,7 @@ from orchestration.types import (
     RunProjection,
     RunSettled,
     RunStarted,
+    ValueOrigin,
     Verdict,
 )
 
@@ -167,6 +177,10 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     halted: dict[str, InterruptionCause] = {}
     verdicts: dict[str, Verdict] = {}
     entered: dict[str, None] = {}
+    attempts: dict[str, list[AttemptRecord]] = {}
+    origins: dict[str, dict[str, tuple[ValueOrigin, ...]]] = {}
+    run_spend = Spend()
+    node_spend: dict[str, Spend] = {}
     memo = _Keys()
     keys = memo.by_frame
     key_of = memo.render_frame
@@ -247,6 +261,28 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 halted[key] = event.cause
         elif type(event) is RunSettled:
             outcome = event.outcome
+        elif type(event) is AttemptEnded:
+            key = (keys.get(id(event.frame)) or key_of(event.frame))[0]
+            attempts.setdefault(key, []).append(
+                AttemptRecord.model_construct(
+                    number=event.attempt,
+                    result=event.result,
+                    started=event.started,
+                    ended=event.at,
+                    error=event.error,
+                    reason=event.reason,
+                    usage=event.usage,
+                )
+            )
+            if event.origins is not None:
+                origins[key] = event.origins
+            run_spend.add(event.usage)
+            if event.usage is not None:
+                node_id = event.frame.node_id
+                spend = node_spend.get(node_id)
+                if spend is None:
+                    spend = node_spend[node_id] = Spend()
+                spend.add(event.usage)
 
     last_snapshot = -1
     if snapshot is not None:
@@ -270,6 +306,11 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
         verdicts=verdicts,
         outcome=outcome,
         interruption=interruption,
+        attempts={key: tuple(records) for key, records in attempts.items()},
+        arg_origins=origins,
+        usage=run_spend.totals(),
+        node_usage={node: spend.totals() for node, spend in node_spend.items()},
+        liveness={},
     )
     return FoldDetails(projection=projection, entered=tuple(entered), halted=halted)
 

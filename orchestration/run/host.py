@@ -31,13 +31,14 @@ from orchestration.run.admission import Admitted, admit
 from orchestration.run.driver import Decision, Inbox, RunDriver
 from orchestration.run.engine.machine import RunEngine
 from orchestration.run.expand import expand_log, project_log
+from orchestration.run.liveness import liveness_of, with_liveness
 from orchestration.run.local import LocalPort, utc_now
 from orchestration.run.log import LogEntry
 from orchestration.run.messages import RunSettings, workflow_id_for
 from orchestration.run.work import FrameWork
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.tools.contracts import PredicateEvaluator
-from orchestration.types import OperatorStop, RunEvent, RunProjection, TurnAbort
+from orchestration.types import FrameLiveness, OperatorStop, RunEvent, RunProjection, TurnAbort
 
 __all__ = ["InProcessRuns", "LocalRun", "RunHost"]
 
@@ -138,8 +139,19 @@ class LocalRun:
         return [*self._previous, *self._port.log]
 
     def projection(self) -> RunProjection:
-        """``fold_run`` of the whole log so far."""
-        return project_log(self.log)
+        """``fold_run`` of the whole log so far, with the liveness of the frames in flight."""
+        projection = project_log(self.log)
+        live = self.liveness()
+        return with_liveness(projection, live) if live else projection
+
+    def liveness(self, now: str | None = None) -> dict[str, FrameLiveness]:
+        """Each attempt in flight's liveness, from this host's own record (never acted on)."""
+        at = now or self._port.now()
+        timeout = self._port.settings.heartbeat_seconds
+        return {
+            key: liveness_of(attempt, last, at, timeout, "in_process")
+            for key, (attempt, last) in list(self._port.activity.items())
+        }
 
     @property
     def halted(self) -> tuple[str, ...]:
@@ -336,6 +348,6 @@ class _WriteAheadPort(LocalPort):
         super().__init__(*args, sink=writer.add, **kwargs)
         self._writer = writer
 
-    async def attempt(self, dispatch: Any) -> Any:
+    async def attempt(self, dispatch: Any, allowance: Any = None) -> Any:
         await self._writer.settled()
-        return await super().attempt(dispatch)
+        return await super().attempt(dispatch, allowance)

@@ -1,9 +1,17 @@
 """The in-process host: the run loop of :mod:`orchestration.run.driver` on an ordinary event loop.
 
 Each attempt of a frame's work is a direct call into :class:`~orchestration.run.work.FrameWork`
-(the same code the Temporal activities run), bounded by the run's start-to-close timeout; a
-call that exceeds it is *lost* (its outcome unknown), exactly as an activity that times out
-after it started. Everything else (retries, halts, stops, the log) is the shared driver's.
+(the same code the Temporal activities run), bounded by the run's start-to-close timeout (cut
+to what is left of the node's wall time); a call that exceeds it is *lost* (its outcome
+unknown), exactly as an activity that times out after it started. Everything else (retries,
+halts, stops, the log) is the shared driver's.
+
+**Liveness.** The port keeps each attempt in flight's last activity (:attr:`LocalPort.activity`):
+its start, every heartbeat its tool sends, and, with a heartbeat timeout configured, a
+heartbeat of its own every quarter of it while the attempt's coroutine is pending, as the
+Temporal activity wrapper does. So a reader sees the same liveness here as on Temporal; the
+only way it ages is an event loop blocked by the work itself. This host observes liveness and
+never acts on it: a heartbeat timeout is Temporal's to enforce.
 
 :class:`LocalPort` is the transport; :class:`InProcessRuns` (in :mod:`orchestration.run.host`)
 adds the plan store: admission, the claim, the log in the store, resume.
@@ -15,6 +23,7 @@ import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
 
+from orchestration.run.budgets import Allowance
 from orchestration.run.driver import (
     call_request,
     decided,
@@ -41,8 +50,8 @@ def utc_now() -> str:
 
 
 def failed_from(error: WorkFailed) -> Failed:
-    """A frame's failed work as the engine's settle result."""
-    return Failed(error.name, error.message, error.kind, error.transient)
+    """A frame's failed work as the engine's settle result (with what it spent)."""
+    return Failed(error.name, error.message, error.kind, error.transient, error.usage)
 
 
 class LocalPort:
@@ -85,6 +94,8 @@ class LocalPort:
         self._news = asyncio.Event()
         self.log: list[LogEntry] = []
         self.due = False
+        self.activity: dict[str, tuple[int, str]] = {}
+        """Each attempt in flight's ``(attempt, last activity)``, by frame key."""
 
     def now(self) -> str:
         """The port's clock."""
@@ -116,16 +127,43 @@ class LocalPort:
         """An in-process run never needs to continue as new (unless asked to, in tests)."""
         return self.due
 
-    async def attempt(self, dispatch: Dispatch) -> Attempt:
+    async def attempt(self, dispatch: Dispatch, allowance: Allowance | None = None) -> Attempt:
         """One attempt of the frame's work, bounded by the start-to-close timeout."""
+        key = dispatch.key
+        self._beat(key, dispatch.attempt)
+        beating = self._keep_beating(key, dispatch.attempt)
         try:
             if self._executor is not None:
                 return await self._executor(dispatch)
-            return await self._attempt(dispatch)
+            return await self._attempt(dispatch, allowance)
         finally:
+            if beating is not None:
+                beating.cancel()
+            self.activity.pop(key, None)
             self.poke()
 
-    async def _attempt(self, d: Dispatch) -> Attempt:
+    def _beat(self, key: str, attempt: int) -> None:
+        self.activity[key] = (attempt, self._clock())
+
+    def _keep_beating(self, key: str, attempt: int) -> asyncio.Task[None] | None:
+        every = self.settings.heartbeat_seconds
+        if every is None:
+            return None
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(every / 4)
+                self._beat(key, attempt)
+
+        return asyncio.ensure_future(beat())
+
+    def _timeout(self, allowance: Allowance | None) -> float:
+        timeout = self.settings.start_to_close_seconds
+        if allowance is not None and allowance.seconds is not None:
+            timeout = max(0.001, min(timeout, allowance.seconds))
+        return timeout
+
+    async def _attempt(self, d: Dispatch, allowance: Allowance | None = None) -> Attempt:
         node = d.node
         if isinstance(node, BranchNode | SelectNode):
             assert d.context is not None
@@ -135,19 +173,25 @@ class LocalPort:
                 return failed_from(error)
             return decided(answer.kind, answer.matched, answer.case_label, answer.evidence)
         plan_id, run_id = self.view.plan_id, self.run_id
-        timeout = self.settings.start_to_close_seconds
+        timeout = self._timeout(allowance)
+        key, attempt = d.key, d.attempt
+
+        def heartbeat(*details: object) -> None:
+            self._beat(key, attempt)
+
         try:
             if node.kind == "call":
                 request = call_request(d, plan_id=plan_id, run_id=run_id, approval=self.approval)
                 call = await asyncio.wait_for(
-                    self.work.call(request, attempt=d.attempt), timeout
+                    self.work.call(request, attempt=d.attempt, heartbeat=heartbeat), timeout
                 )
                 return Succeeded(items=call.items, artifact=call.artifact)
             if node.kind == "reason":
+                ask = reason_request(d, plan_id=plan_id, run_id=run_id, allowance=allowance)
                 reasoned = await asyncio.wait_for(
-                    self.work.reason(reason_request(d, plan_id=plan_id, run_id=run_id)), timeout
+                    self.work.reason(ask, on_attempt=lambda _: heartbeat()), timeout
                 )
-                return Succeeded(items=reasoned.items)
+                return Succeeded(items=reasoned.items, usage=reasoned.usage())
             if node.kind == "transform":
                 request_t = transform_request(d, self.view, plan_id=plan_id, run_id=run_id)
                 result = await asyncio.wait_for(self.work.transform(request_t), timeout)
@@ -155,7 +199,7 @@ class LocalPort:
         except WorkFailed as error:
             return failed_from(error)
         except TimeoutError:
-            return Lost(f"start-to-close timeout after {timeout:g} s")
+            return Lost(f"start-to-close timeout after {timeout:g} s", "start_to_close")
         return Failed(
             "node_kind_unavailable", f"{node.kind} nodes are not executed by this host version"
         )

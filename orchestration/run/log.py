@@ -23,6 +23,10 @@ So :func:`orchestration.run.expand.expand_log` rebuilds every contract event exa
 graph and no store, and a prefix of the log expands to a prefix of the events. Entries are
 in one-to-one order with the contract's events, except ``merge``, which maps to none (it only
 names the merged frame the next ``settle`` settles).
+
+One entry is additive to the contract: ``attempt`` (:class:`LogAttempt`), one per attempt of a
+call, reason or transform frame, expanded to the additive ``attempt_ended`` event. A log written
+before it existed has none, and folds to frames with empty attempt histories.
 """
 
 from __future__ import annotations
@@ -34,13 +38,17 @@ from pydantic import Field, TypeAdapter
 
 from orchestration.types import (
     ArtifactHandle,
+    AttemptResult,
     EdgeHandle,
     EncodableValue,
     ErrorInfo,
     InterruptionCause,
     OutputItem,
     PlanNodeKind,
+    RetryReason,
     RunOutcome,
+    Usage,
+    ValueOrigin,
     Verdict,
     WireModel,
 )
@@ -49,6 +57,7 @@ __all__ = [
     "LOG_ADAPTER",
     "LogArrive",
     "LogCancel",
+    "LogAttempt",
     "LogEdge",
     "LogEnd",
     "LogEnter",
@@ -189,6 +198,45 @@ class LogInterrupt(WireModel):
     at: str
 
 
+class LogAttempt(WireModel):
+    """``attempt_ended`` (additive): one attempt of a call, reason or transform frame ended.
+
+    Written by the hosts' shared run loop (:class:`~orchestration.run.driver.RunDriver`) when it
+    learns an attempt's outcome, before it acts on it, so the entries of one frame read
+    ``enter(1) attempt(1) [enter(2) attempt(2) ...] settle`` (or end in a halt). Every attempt
+    is one execution of the frame's work (one activity execution on Temporal, whose own retry
+    policy allows one attempt: the loop retries, and records each attempt here).
+
+    Attributes:
+        frame: The frame; ``attempt`` the attempt's number (its ``enter``'s).
+        result: ``ok``, ``failed``, ``lost`` (no outcome: a timeout after it started, a worker
+            that died, or found unsettled on resume) or ``skipped`` (a scripted double).
+        started: When the host started the attempt (after its backoff pause); ``at`` when it
+            learned the outcome.
+        error: A failed attempt's error (ruling 29's name and message), or what was lost.
+        reason: Why this attempt was made (``None`` for the first): see
+            :data:`~orchestration.types.RetryReason`.
+        usage: Tokens and cost the attempt spent on a model, with each model turn.
+        origins: On a call's first attempt, where each resolved argument came from.
+
+    Optional fields are left out of the wire form when absent, so the entry of a plain call's
+    successful first attempt is a few dozen bytes whatever the run's size.
+    """
+
+    kind: Literal["attempt"] = "attempt"
+    frame: int
+    attempt: int
+    result: AttemptResult
+    started: str
+    error: ErrorInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    reason: RetryReason | None = Field(default=None, exclude_if=lambda v: v is None)
+    usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
+    origins: dict[str, tuple[ValueOrigin, ...]] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    at: str
+
+
 class LogEnd(WireModel):
     """``run_settled``."""
 
@@ -207,7 +255,8 @@ LogEntry = Annotated[
     | LogCancel
     | LogSnapshot
     | LogInterrupt
-    | LogEnd,
+    | LogEnd
+    | LogAttempt,
     Field(discriminator="kind"),
 ]
 """One entry of the compact run log."""

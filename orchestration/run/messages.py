@@ -25,11 +25,14 @@ from orchestration.types import (
     EncodableValue,
     FrameRef,
     InterruptionCause,
+    ModelTurn,
     OutputItem,
     OutputTable,
     RawPlanView,
     SelectNode,
     TransformStep,
+    Usage,
+    UsageTotals,
     ValueMap,
     WireModel,
 )
@@ -59,6 +62,7 @@ __all__ = [
     "TransformRequest",
     "TransformResponse",
     "activity_id_for",
+    "usage_of",
     "workflow_id_for",
 ]
 
@@ -76,6 +80,8 @@ ErrorCode = Literal[
     "output_schema_violation",
     "reasoner_unavailable",
     "reasoner_rejected",
+    "context_window_exceeded",
+    "budget_exhausted",
     # transform
     "E_NO_READER_RESOLVER",
     "unknown_artifact_class",
@@ -159,6 +165,11 @@ class ReasonRequest(WireModel):
     output_schema: str
     """The node's JSON Schema, still encoded: the activity decodes and checks it."""
     max_attempts: int = Field(ge=1)
+    max_tokens: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Tokens this attempt may still spend (what is left of its budgets): no model turn starts
+    once its turns spent this many (``None``: no token budget bounds it)."""
+    max_cost_usd: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """US dollars this attempt may still spend at the worker's prices, likewise."""
 
 
 class AttemptUsage(WireModel):
@@ -181,6 +192,32 @@ class ReasonResponse(WireModel):
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The turns' cost at the worker's price table (``None``: no price for the model)."""
+
+    def usage(self) -> Usage:
+        """What the attempt spent, as its log entry records it."""
+        return usage_of(self.attempts, self.model, self.cost_usd)
+
+
+def usage_of(turns: tuple[AttemptUsage, ...], model: str, cost_usd: float | None) -> Usage:
+    """An attempt's model turns, as the ``Usage`` its log entry records."""
+    return Usage(
+        input_tokens=sum(t.input_tokens for t in turns),
+        output_tokens=sum(t.output_tokens for t in turns),
+        cost_usd=cost_usd,
+        model=model or None,
+        turns=tuple(
+            ModelTurn(
+                turn=t.attempt,
+                outcome=t.outcome,
+                input_tokens=t.input_tokens,
+                output_tokens=t.output_tokens,
+                problems=t.problems,
+            )
+            for t in turns
+        ),
+    )
 
 
 class TransformRequest(WireModel):
@@ -354,6 +391,12 @@ class RunStatus(WireModel):
     build: str | None = None
     """The worker deployment version (``<deploymentName>.<buildId>``) this execution started on
     (a pinned run stays there unless an operator moves it); ``None`` on an unversioned worker."""
+    usage: UsageTotals | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Tokens and cost the run's attempts spent on models so far (additive)."""
+    node_usage: dict[str, UsageTotals] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    """The same per node id (additive)."""
+    heartbeat_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The heartbeat timeout of the run's activities, which liveness is judged by (additive)."""
 
 
 class ResolveDecision(WireModel):

@@ -30,25 +30,39 @@ from typing import Literal
 
 from orchestration.run.engine.results import Decided, Failed, Skipped, Succeeded
 from orchestration.run.messages import RetrySettings
-from orchestration.types import CallNode, PlanNode
+from orchestration.types import CallNode, ErrorInfo, PlanNode, RetryReason
 
 __all__ = [
     "Attempt",
     "Halt",
     "Lost",
+    "LostBy",
     "Retry",
     "Settle",
     "Verdict",
+    "PROVIDER_ERRORS",
     "after_attempt",
     "backoff_seconds",
+    "lost_error",
     "repeatable",
+    "retry_reason",
 ]
+
+LostBy = Literal["start_to_close", "heartbeat", "unknown"]
+"""What lost an attempt: its start-to-close timeout, its heartbeat timeout, or nothing the
+host saw (a call found entered and unsettled when its run resumed)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Lost:
-    """An attempt that started and never reported: its outcome is unknown."""
+    """An attempt that started and never reported: its outcome is unknown.
+
+    ``detail`` is the host's own words (they differ between hosts, so nothing recorded reads
+    them); ``by`` says what lost it, in the same words on every host.
+    """
 
     detail: str
+    by: LostBy = "unknown"
 
 
 Attempt = Succeeded | Decided | Failed | Skipped | Lost
@@ -116,3 +130,43 @@ def after_attempt(node: PlanNode, attempt: int, outcome: Attempt, retry: RetrySe
         # The detail (which timeout) differs between hosts; the message must not.
         return Settle(Failed("IndeterminateError", f"no outcome after {attempt} attempt(s)"))
     return Halt(outcome.detail)
+
+
+PROVIDER_ERRORS = frozenset({"reasoner_unavailable", "ReasonerUnavailableError"})
+"""Failure names of a model provider that failed to answer (a ``provider_error`` retry)."""
+
+_LOST_ERRORS = {
+    "start_to_close": ErrorInfo(
+        name="StartToCloseTimeout",
+        message="the attempt did not report within its start-to-close timeout; its outcome is "
+        "unknown",
+    ),
+    "heartbeat": ErrorInfo(
+        name="HeartbeatTimeout",
+        message="the attempt stopped heartbeating past its heartbeat timeout; its outcome is "
+        "unknown",
+    ),
+    "unknown": ErrorInfo(
+        name="IndeterminateError",
+        message="the attempt was found started and unsettled when the run resumed; its "
+        "outcome is unknown",
+    ),
+}
+
+
+def lost_error(lost: Lost) -> ErrorInfo:
+    """What a lost attempt records as its error: the same words on every host."""
+    return _LOST_ERRORS[lost.by]
+
+
+def retry_reason(outcome: Attempt) -> RetryReason:
+    """Why a frame is tried again after an attempt came to ``outcome`` (a failure or a loss)."""
+    if isinstance(outcome, Lost):
+        if outcome.by == "start_to_close":
+            return "timeout"
+        if outcome.by == "heartbeat":
+            return "heartbeat_timeout"
+        return "indeterminate"
+    if isinstance(outcome, Failed) and outcome.name in PROVIDER_ERRORS:
+        return "provider_error"
+    return "transient_error"

@@ -2,7 +2,9 @@
 
 The log is read forward with :class:`~orchestration.run.trace.LogTrace`, building the engine's
 own tables (keyed by frame number), so a resumed engine holds exactly the frames, tables and
-barriers the unbroken one held at the same point of the log.
+barriers the unbroken one held at the same point of the log, what its attempts spent on
+models, and (recomputed from the plan, so a log written before provenance was recorded resumes
+with it too) which outputs trace back to a model.
 """
 
 from __future__ import annotations
@@ -11,13 +13,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orchestration.errors import UnrunnablePlanError
+from orchestration.run.budgets import Spend
 from orchestration.run.engine.compiled import CompiledPlan
 from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.log import LogEntry
+from orchestration.run.provenance import call_refs, reads_model
+from orchestration.run.resolve import entry_for
 from orchestration.run.routes import EdgeSegment, Route
 from orchestration.run.tables import FrameTable
 from orchestration.run.trace import LogTrace, TracedFrame
-from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem, PlanNode
+from orchestration.types import (
+    ArtifactHandle,
+    CallNode,
+    InterruptionCause,
+    OutputItem,
+    PlanNode,
+    TransformNode,
+)
 
 __all__ = ["ENGINE_TABLES", "RestoredRun", "frame_on", "restore_from_log"]
 
@@ -68,6 +80,7 @@ class RestoredRun:
         barriers: The open barriers, in the order they opened.
         halted: Frames whose interruption is unresolved, by number.
         entry_entered: Whether the entry frame was entered; ``entry_settled`` whether it settled.
+        spend: What the run's attempts spent on models; ``node_spend`` per node id.
 
     """
 
@@ -82,6 +95,8 @@ class RestoredRun:
     halted: dict[int, InterruptionCause] = field(default_factory=dict)
     entry_entered: bool = False
     entry_settled: bool = False
+    spend: Spend = field(default_factory=Spend)
+    node_spend: dict[str, Spend] = field(default_factory=dict)
 
 
 def _node(plan: CompiledPlan, node_id: str) -> PlanNode:
@@ -113,7 +128,31 @@ def _frame(plan: CompiledPlan, traced: _Traced) -> Frame:
         traced.artifacts,
     )
     frame.attempt = max(1, traced.attempt)
+    frame.spend = traced.spend
+    frame.started = traced.started
+    frame.entered_at = traced.entered_at
     return frame
+
+
+def _mark_models(plan: CompiledPlan, trace: LogTrace[Outputs, Artifacts]) -> None:
+    """Mark each settled output traced to a model or not, in the order frames came to exist.
+
+    A frame reads only outputs of frames on its route, all of which came to exist (and settled)
+    before it, so one pass in frame-number order sees every input marked.
+    """
+    for number in sorted(trace.frames):
+        traced = trace.frames[number]
+        if traced.status != "ok" or traced.after is None:
+            continue
+        node = plan.nodes.get(traced.node)
+        if isinstance(node, CallNode):
+            refs = call_refs(node.definition.args)
+            traced.route.model = bool(refs) and reads_model(refs, traced.outputs)
+        elif isinstance(node, TransformNode):
+            source = entry_for(node.definition.source, traced.artifacts)
+            traced.route.model = source is None or source.route.model is not False
+        else:
+            traced.route.model = traced.kind == "reason"
 
 
 def restore_from_log(
@@ -128,6 +167,7 @@ def restore_from_log(
     """
     trace: LogTrace[Outputs, Artifacts] = LogTrace(ENGINE_TABLES)
     trace.feed_all(log)
+    _mark_models(plan, trace)
     if reopen:
         trace.reopen()
     start = trace.start
@@ -143,6 +183,8 @@ def restore_from_log(
         halted=dict(trace.halted),
         entry_entered=entry.entered,
         entry_settled=entry.status is not None,
+        spend=trace.spend,
+        node_spend=dict(trace.node_spend),
     )
     if trace.outcome != "running":
         return restored

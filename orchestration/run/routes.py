@@ -149,6 +149,10 @@ class Route:
         frame: The id of the frame this route identifies (a route belongs to one frame).
         depth: How many segments it has.
         key_length: The length of its branch key.
+        model: Whether that frame's output traces back to a model (set when the frame
+            settles ``ok``; ``None`` while unknown, which readers take as ``True``: see
+            :mod:`orchestration.run.provenance`). Kept here because every table entry holds its
+            producer's route, so a reader finds it in O(1) and it dies with the tables.
 
     """
 
@@ -159,6 +163,7 @@ class Route:
         "depth",
         "frame",
         "key_length",
+        "model",
         "node",
         "parent",
         "segment",
@@ -193,6 +198,7 @@ class Route:
             )
         self._digest: bytes | None = None
         self._branch: BranchId | None = None
+        self.model: bool | None = None
 
     @classmethod
     def root(cls, entry: str, frame: int = 0) -> Route:

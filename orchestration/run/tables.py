@@ -253,6 +253,10 @@ class FrameTable(Generic[V]):
         """Every ``(frame id, entry)``, in frame-id order."""
         return sorted(self._entries.items())
 
+    def unordered(self) -> Iterator[FrameEntry]:
+        """Every entry, in no promised order (sort what you keep: see the module docstring)."""
+        return iter(self._entries.values())
+
     def set(self, frame: int, node: str, route: Route, value: V) -> FrameTable[V]:
         """A table with ``frame``'s entry; this one is unchanged. ``O(log n)``."""
         first = self._first

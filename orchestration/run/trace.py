@@ -23,6 +23,8 @@ The rules, per entry:
 * ``interrupt`` with a frame halts it until it is entered again or settled; without one it is
   the run's cause. ``end`` is the outcome. Entries after an ``end`` mean the run was resumed
   (ruling 28): it is running again, and the earlier end and cause no longer apply.
+* ``attempt`` (additive) counts what the attempt spent against the frame and the run, and
+  remembers when the frame's first attempt started (its budgets resume from these).
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from orchestration.errors import MalformedRunLogError
+from orchestration.run.budgets import Spend
 from orchestration.run.engine.builders import edge_segment, join_segment
 from orchestration.run.log import (
     LogArrive,
     LogCancel,
+    LogAttempt,
     LogEdge,
     LogEnd,
     LogEnter,
@@ -96,7 +100,10 @@ class TracedFrame(Generic[T, A]):
         outputs: The tables it sees (``artifacts`` likewise).
         after: The tables its successors see, once it settled.
         status: ``None`` until settled, then ``ok``, ``failed`` or ``skipped``.
-        entered: Whether it was ever entered; ``attempt`` its latest attempt.
+        entered: Whether it was ever entered; ``attempt`` its latest attempt; ``entered_at``
+            when it was last entered.
+        spend: What its attempts spent (``None``: none ended); ``started`` when its first
+            attempt started.
 
     """
 
@@ -105,11 +112,14 @@ class TracedFrame(Generic[T, A]):
         "artifacts",
         "attempt",
         "entered",
+        "entered_at",
         "kind",
         "node",
         "number",
         "outputs",
         "route",
+        "spend",
+        "started",
         "status",
         "via",
         "view",
@@ -136,6 +146,9 @@ class TracedFrame(Generic[T, A]):
         self.status: str | None = None
         self.entered = False
         self.attempt = 0
+        self.entered_at: str | None = None
+        self.spend: Spend | None = None
+        self.started: str | None = None
         self.view: Any = None
         """A reader's own object for this frame (the expander keeps its ``FrameRef`` here)."""
 
@@ -173,6 +186,10 @@ class LogTrace(Generic[T, A]):
         self.outcome: str = "running"
         self.steps = 0
         self.next_frame = 0
+        self.spend = Spend()
+        """What every attempt so far spent on models."""
+        self.node_spend: dict[str, Spend] = {}
+        """The same, per node id."""
 
     def reopen(self) -> None:
         """Set the run's end and run-wide cause aside: the run goes on (a resume)."""
@@ -222,6 +239,7 @@ class LogTrace(Generic[T, A]):
                 frame.entered = True
                 self.steps += 1
             frame.attempt = entry.attempt
+            frame.entered_at = entry.at
             self.halted.pop(frame.number, None)
         elif kind is LogEdge:
             assert isinstance(entry, LogEdge)
@@ -279,6 +297,17 @@ class LogTrace(Generic[T, A]):
                 self.frames[0] = root
                 self.frontier[0] = root
                 self.next_frame = 1
+        elif kind is LogAttempt:
+            assert isinstance(entry, LogAttempt)
+            attempted = self.frame(entry.frame)
+            if attempted.started is None:
+                attempted.started = entry.started
+            if attempted.spend is None:
+                attempted.spend = Spend()
+            attempted.spend.add(entry.usage)
+            self.spend.add(entry.usage)
+            if entry.usage is not None:
+                self.node_spend.setdefault(attempted.node, Spend()).add(entry.usage)
         else:
             assert isinstance(entry, LogSnapshot)
 

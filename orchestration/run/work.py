@@ -17,6 +17,14 @@ Every failure is a :class:`WorkFailed` with a ``name``: a stable code for a refu
 (``unknown_tool``, ``output_mismatch``, ...), or the exception's class name for a tool's own
 error, with its message (ruling 29). ``transient`` says whether trying again could help;
 whether the frame IS tried again is the host's policy (:mod:`orchestration.run.policy`).
+
+A reason frame reports what its model turns spent (tokens as the provider reported them, and
+their cost at the host's :class:`~orchestration.tools.pricing.PriceTable`) whether it succeeds
+or fails, so every attempt's usage is recorded. Provider failures are classified as seed 002
+does: a context window exceeded (``context_window_exceeded``) is final for the frame, since the
+same request can only fail again; an unavailable provider (``reasoner_unavailable``) is
+transient and retried under ruling 29; a request the provider refuses
+(``reasoner_rejected``: a bad key, an unknown model) is not.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from orchestration.run.messages import (
     ReasonResponse,
     TransformRequest,
     TransformResponse,
+    usage_of,
 )
 from orchestration.tools.contracts import (
     ArtifactReturn,
@@ -53,7 +62,8 @@ from orchestration.tools.contracts import (
     PredicateContext,
     PredicateEvaluator,
 )
-from orchestration.tools.reasoning import AttemptRecord, Reasoner, ReasonOutcome, reason
+from orchestration.tools.pricing import PriceTable
+from orchestration.tools.reasoning import AttemptRecord, Reasoner, reason
 from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
@@ -65,6 +75,7 @@ from orchestration.types import (
     OutputItem,
     SelectNode,
     StringField,
+    Usage,
 )
 
 __all__ = [
@@ -96,8 +107,10 @@ class WorkFailed(Exception):
         name: A stable code for a refusal, or the exception's class name for a tool's error.
         message: What happened, naming the fix where there is one.
         transient: Whether trying again could help.
-        kind: ``error``, ``predicate`` (a cell) or ``output_schema`` (a reason node's attempts).
+        kind: ``error``, ``predicate`` (a cell), ``output_schema`` (a reason node's attempts)
+            or ``budget`` (a reason attempt stopped between turns: its budget is spent).
         details: Extra facts for the host (a reason node's attempts).
+        usage: What the attempt spent on a model before it failed.
 
     """
 
@@ -109,6 +122,7 @@ class WorkFailed(Exception):
         transient: bool = False,
         kind: FailureKind = "error",
         details: Sequence[Any] = (),
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(f"{name}: {message}")
         self.name = name
@@ -116,6 +130,7 @@ class WorkFailed(Exception):
         self.transient = transient
         self.kind: FailureKind = kind
         self.details = tuple(details)
+        self.usage = usage
 
 
 def _refuse(code: str, message: str, kind: FailureKind = "error") -> WorkFailed:
@@ -255,6 +270,8 @@ class FrameWork:
         artifacts: Reopens handles for ``transform`` nodes (default: the in-memory resolver
             and the built-in classes).
         cells: The predicate cells ``evaluate`` runs, by id.
+        prices: What each model's tokens cost (``None``: no prices; every model's tokens are
+            recorded unpriced).
 
     """
 
@@ -266,12 +283,14 @@ class FrameWork:
         reasoner: Reasoner | None = None,
         artifacts: ArtifactRegistry | None = None,
         cells: Sequence[PredicateEvaluator] = (),
+        prices: PriceTable | None = None,
     ) -> None:
         self.toolbox = toolbox or Toolbox()
         self.spool = spool or MemorySpool()
         self.reasoner = reasoner
         self.artifacts = artifacts or ArtifactRegistry()
         self.cells = {cell.id: cell for cell in cells}
+        self.prices = prices
 
     # -- call ------------------------------------------------------------------------------
 
@@ -376,10 +395,15 @@ class FrameWork:
     ) -> ReasonResponse:
         """Ask the model until its forced tool call validates, or the attempts run out.
 
+        Stops before a model turn once the turns so far spent ``request.max_tokens`` tokens or
+        ``request.max_cost_usd`` dollars (what is left of the frame's budgets).
+
         Raises:
             WorkFailed: ``no_reasoner``, ``invalid_output_schema``, ``output_schema_violation``
-                (kind ``output_schema``; details hold every attempt's accounting), or the
-                provider's ``reasoner_unavailable`` (transient) / ``reasoner_rejected``.
+                (kind ``output_schema``; details hold every attempt's accounting),
+                ``budget_exhausted`` (kind ``budget``), or the provider's
+                ``reasoner_unavailable`` (transient), ``reasoner_rejected`` or
+                ``context_window_exceeded``. Each carries the turns' usage.
 
         """
         reasoner = self.reasoner
@@ -401,6 +425,7 @@ class FrameWork:
                 "invalid_output_schema",
                 f"reason node {request.node_id!r} has an unusable outputSchema: {problem}",
             )
+        bounded = request.max_tokens is not None or request.max_cost_usd is not None
         try:
             outcome = await reason(
                 reasoner,
@@ -410,12 +435,26 @@ class FrameWork:
                 node_id=request.node_id,
                 frame_key=request.frame_key,
                 on_attempt=on_attempt,
+                before_turn=self._budget_stop(request, reasoner.name) if bounded else None,
             )
         except ReasonerError as exc:
+            turns = _turns(getattr(exc, "turns", ()))
             raise WorkFailed(
-                exc.code, f"{reasoner.name}: {exc.message}", transient=exc.retryable
+                exc.code,
+                f"{reasoner.name}: {exc.message}",
+                transient=exc.retryable,
+                usage=self._usage(turns, getattr(exc, "model", ""), reasoner.name),
             ) from exc
-        usage = _usage(outcome)
+        usage = _turns(outcome.attempts)
+        spent = self._usage(usage, outcome.model, reasoner.name)
+        if outcome.stopped is not None:
+            raise WorkFailed(
+                "budget_exhausted",
+                f"reason node {request.node_id!r} stopped after {len(outcome.attempts)} "
+                f"turn(s): {outcome.stopped}",
+                kind="budget",
+                usage=spent,
+            )
         if outcome.arguments is None:
             last = outcome.attempts[-1].problems if outcome.attempts else ()
             raise WorkFailed(
@@ -424,6 +463,7 @@ class FrameWork:
                 f"{len(outcome.attempts)} attempt(s); last rejection: {'; '.join(last)}",
                 kind="output_schema",
                 details=[[u.model_dump(mode="json") for u in usage]],
+                usage=spent,
             )
         try:
             item = OutputItem.model_validate({"json": outcome.arguments})
@@ -441,7 +481,47 @@ class FrameWork:
             model=outcome.model,
             input_tokens=total.input_tokens,
             output_tokens=total.output_tokens,
+            cost_usd=spent.cost_usd,
         )
+
+    def _usage(self, turns: tuple[AttemptUsage, ...], model: str, reasoner: str) -> Usage:
+        """The turns' usage, priced at this host's table (``None`` cost: no price)."""
+        cost = None
+        if self.prices is not None:
+            cost = self.prices.cost(
+                model,
+                sum(t.input_tokens for t in turns),
+                sum(t.output_tokens for t in turns),
+                reasoner,
+            )
+        return usage_of(turns, model or reasoner, cost)
+
+    def _budget_stop(
+        self, request: ReasonRequest, reasoner: str
+    ) -> Callable[[tuple[AttemptRecord, ...], str], str | None]:
+        """Before each later turn: a message when the attempt's allowance is spent."""
+
+        def stop(records: tuple[AttemptRecord, ...], model: str) -> str | None:
+            spent = self._usage(_turns(records), model, reasoner)
+            if request.max_tokens is not None and spent.tokens >= request.max_tokens:
+                return (
+                    f"its turns spent {spent.tokens} tokens, all its budgets left it "
+                    f"({request.max_tokens})"
+                )
+            if request.max_cost_usd is not None:
+                if spent.cost_usd is None:
+                    return (
+                        f"model {spent.model or reasoner} has no price in this worker's price "
+                        "table, so its cost budget cannot be kept"
+                    )
+                if spent.cost_usd >= request.max_cost_usd:
+                    return (
+                        f"its turns cost ${spent.cost_usd:.6f}, all its budgets left it "
+                        f"(${request.max_cost_usd:.6f})"
+                    )
+            return None
+
+        return stop
 
     # -- transform -------------------------------------------------------------------------
 
@@ -546,7 +626,7 @@ async def decide_with(
     )
 
 
-def _usage(outcome: ReasonOutcome) -> tuple[AttemptUsage, ...]:
+def _turns(records: Sequence[AttemptRecord]) -> tuple[AttemptUsage, ...]:
     return tuple(
         AttemptUsage(
             attempt=a.attempt,
@@ -555,6 +635,6 @@ def _usage(outcome: ReasonOutcome) -> tuple[AttemptUsage, ...]:
             output_tokens=a.usage.output_tokens,
             problems=a.problems,
         )
-        for a in outcome.attempts
+        for a in records
     )
 

@@ -188,12 +188,15 @@ class ReasonOutcome:
         arguments: The accepted arguments (``None`` when every attempt was rejected).
         attempts: Every attempt, in order, with its tokens.
         model: The model that answered last.
+        stopped: Why the loop stopped before another turn, when ``before_turn`` said so.
 
     """
 
     arguments: dict[str, Any] | None
     attempts: tuple[AttemptRecord, ...]
     model: str = ""
+    stopped: str | None = None
+    """Why the loop stopped before another turn (a budget), when it did."""
 
     @property
     def ok(self) -> bool:
@@ -266,6 +269,7 @@ async def reason(
     node_id: str = "",
     frame_key: str = "",
     on_attempt: Callable[[AttemptRecord], Awaitable[None] | None] | None = None,
+    before_turn: Callable[[tuple[AttemptRecord, ...], str], str | None] | None = None,
 ) -> ReasonOutcome:
     """Ask until an answer validates or ``max_attempts`` are spent (see the module docstring).
 
@@ -277,9 +281,12 @@ async def reason(
         node_id: The asking node.
         frame_key: The asking frame.
         on_attempt: Called after each attempt with its record (to log tokens, to heartbeat).
+        before_turn: Asked before every turn after the first, with the turns so far and the
+            model that answered; a message it returns stops the loop there (a budget spent).
 
     Raises:
         ReasonerError: the provider failed (not the model's answer: that is retried here).
+            Its ``turns`` attribute holds the turns that were answered before it.
 
     """
     tool = forced_tool(schema)
@@ -287,17 +294,26 @@ async def reason(
     records: list[AttemptRecord] = []
     model = ""
     for attempt in range(1, max(1, max_attempts) + 1):
-        reply = await reasoner.turn(
-            ReasonTurn(
-                prompt=prompt,
-                tool=tool,
-                history=tuple(history),
-                attempt=attempt,
-                max_attempts=max_attempts,
-                node_id=node_id,
-                frame_key=frame_key,
+        if before_turn is not None and records:
+            stop = before_turn(tuple(records), model)
+            if stop is not None:
+                return ReasonOutcome(None, tuple(records), model, stopped=stop)
+        try:
+            reply = await reasoner.turn(
+                ReasonTurn(
+                    prompt=prompt,
+                    tool=tool,
+                    history=tuple(history),
+                    attempt=attempt,
+                    max_attempts=max_attempts,
+                    node_id=node_id,
+                    frame_key=frame_key,
+                )
             )
-        )
+        except Exception as exc:
+            exc.turns = tuple(records)  # type: ignore[attr-defined]
+            exc.model = model  # type: ignore[attr-defined]
+            raise
         model = reply.model or model
         outcome, problems = _judge(reply, schema)
         record = AttemptRecord(attempt, outcome, reply.usage, tuple(problems))

@@ -230,6 +230,19 @@ async def test_progress_and_show_name_frames_and_the_ui_shows_the_plan(
 
         code, out, err = await orch_cli("run", "log", plan_id, *temporal)
         assert code == 0 and "fork #1 (via to_fork_a)" in out and not ROUTE_KEY.search(out)
+
+        # Each frame's steps with their times: entered, its attempt dispatched and ended, settled.
+        code, out, err = await orch_cli("run", "show", plan_id, "--lifecycle", *temporal)
+        assert code == 0, err
+        block = out[out.index("\nlifecycle:\n") :]
+        assert "  fork #1 (via to_fork_a)\n" in block and not ROUTE_KEY.search(block)
+        steps = [line.split("  ")[-1] for line in block.splitlines() if line.startswith("    ")]
+        assert steps.count("attempt 1 dispatched") == 8  # the calls; entry and joins have none
+        assert steps.count("settled: ok") == 11
+        code, out, err = await orch_cli("run", "show", plan_id, "--lifecycle", "--json", *temporal)
+        lifecycles = json.loads(out)["lifecycles"]
+        (fork,) = [v for k, v in lifecycles.items() if k.startswith("fork:e9:to_fork_a")]
+        assert [s["step"] for s in fork] == ["entered", "dispatched", "attempt_ended", "settled"]
     await worker_store.close()
 
     described = await client.get_workflow_handle(f"plan/{plan_id}").describe()

@@ -23,7 +23,7 @@ from orchestration.testing import approve_into
 from orchestration.types import RunProjection
 from tests.support.scenarios import CELLS, Scenario, make_tools
 
-__all__ = ["InProcessHost", "TemporalHost", "replay_all", "strip_times"]
+__all__ = ["InProcessHost", "TemporalHost", "replay_all", "strip_times", "untimed"]
 
 
 async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
@@ -53,8 +53,17 @@ async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
 
 
 def strip_times(log: list[LogEntry]) -> list[dict[str, Any]]:
-    """Entries as JSON dicts without their ``at`` stamps (the only field clocks decide)."""
-    return [entry.model_dump(mode="json", exclude={"at"}) for entry in log]
+    """Entries as JSON dicts without their ``at`` and ``started`` stamps (clocks decide them)."""
+    return [entry.model_dump(mode="json", exclude={"at", "started"}) for entry in log]
+
+
+def untimed(projection: RunProjection) -> RunProjection:
+    """The projection with its attempts' start and end times blanked (clocks decide them)."""
+    attempts = {
+        key: tuple(a.model_copy(update={"started": "", "ended": ""}) for a in records)
+        for key, records in projection.attempts.items()
+    }
+    return projection.model_copy(update={"attempts": attempts})
 
 
 class InProcessHost:
@@ -69,9 +78,13 @@ class InProcessHost:
         store = SqlitePlanStore(self.folder / f"{plan_id}.sqlite3")
         try:
             await approve_into(store, scenario.build(plan_id))
-            runs = InProcessRuns(
-                store, FrameWork(make_tools(), cells=CELLS), settings=scenario.settings
+            work = FrameWork(
+                make_tools(),
+                cells=CELLS,
+                reasoner=scenario.reasoner() if scenario.reasoner is not None else None,
+                prices=scenario.prices,
             )
+            runs = InProcessRuns(store, work, settings=scenario.settings)
             run = await runs.start(
                 plan_id,
                 scenario.run_input,
@@ -106,6 +119,8 @@ class TemporalHost:
                 toolbox=make_tools(),
                 store=store,
                 evaluators=list(CELLS),
+                reasoner=scenario.reasoner() if scenario.reasoner is not None else None,
+                prices=scenario.prices,
             )
             async with worker:
                 runs = TemporalRuns(

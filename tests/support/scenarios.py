@@ -7,30 +7,40 @@ and asserts the two logs are the same, entry for entry, up to their timestamps.
 
 The tools count their attempts per frame (by the context's idempotency key), so a scenario can
 fail a frame's first attempts and succeed later ones, or lose an attempt (sleep past the
-start-to-close timeout), identically on both hosts.
+start-to-close timeout), identically on both hosts. A scenario with reason nodes brings a
+scripted reasoner (made fresh for each host, so its counters start alike) and, for costs, a
+price table; both hosts use the same ones.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from orchestration.errors import ContextWindowExceededError, ReasonerUnavailableError
 from orchestration.plan.encoding import NodeRef
 from orchestration.predicates.structured import StructuredCell
 from orchestration.run.messages import RetrySettings, RunSettings
 from orchestration.run.routes import BranchId, EdgeSegment, frame_key
-from orchestration.testing import PlanSketch
+from orchestration.testing import PlanSketch, ScriptedReasoner
 from orchestration.tools.contracts import BranchVerdict, PredicateContext
+from orchestration.tools.pricing import ModelPrice, PriceTable
+from orchestration.tools.reasoning import Reasoner, ReasonTurn
 from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     BranchNode,
     JoinQuorum,
     JoinStrategy,
+    NodeBudget,
     NumberField,
+    PlanBounds,
     RawPlanView,
+    ReasonNode,
     RunProjection,
     SelectNode,
     StringField,
@@ -153,6 +163,9 @@ class Scenario:
     settings: RunSettings = SETTINGS
     """How the run is configured on both hosts (one frame at a time, unless a scenario needs
     frames in flight together; its timings must then order the completions the same way)."""
+    reasoner: Callable[[], Reasoner] | None = None
+    """Makes the scripted model (fresh per host run, so both hosts see the same answers)."""
+    prices: PriceTable | None = None
 
 
 def _measure_key() -> str:
@@ -361,6 +374,234 @@ def _error(node: str, name: str) -> Callable[[RunProjection], None]:
     return check
 
 
+SCORE = json.dumps(
+    {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
+)
+
+
+def _with_bounds(view: RawPlanView, **bounds: Any) -> RawPlanView:
+    from orchestration.plan.ops import plan_digest
+
+    changed = view.model_copy(
+        update={"bounds": PlanBounds(**{**view.bounds.model_dump(), **bounds}), "digest": ""}
+    )
+    return changed.model_copy(update={"digest": plan_digest(changed)})
+
+
+def _budgeted(node: Any, budget: NodeBudget) -> Any:
+    definition = node.definition.model_copy(update={"budget": budget})
+    return node.model_copy(update={"definition": definition})
+
+
+def thinking(plan_id: str) -> RawPlanView:
+    """One reason node between the entry and a call: the model's answer is the call's input."""
+    s = PlanSketch(plan_id).entry(StringField(path="s"))
+    s.reason(
+        "think", "Score this: ", NodeRef("entry", path="s"), max_attempts=3, output_schema=SCORE
+    )
+    s.call("after", "stamp", output=VALUE)
+    return s.chain("entry", "think", "after").view()
+
+
+def two_thoughts(budget: int | None = None) -> Callable[[str], RawPlanView]:
+    """Two reason nodes in a chain, the second with its own token budget when given."""
+
+    def build(plan_id: str) -> RawPlanView:
+        s = PlanSketch(plan_id).entry(StringField(path="s"))
+        s.reason("first", "Score: ", NodeRef("entry", path="s"), output_schema=SCORE)
+        s.reason("second", "Score again: ", NodeRef("entry", path="s"), output_schema=SCORE)
+        s.call("after", "stamp", output=VALUE)
+        if budget is not None:
+            s.nodes = [
+                _budgeted(n, NodeBudget(max_tokens=budget))
+                if isinstance(n, ReasonNode) and n.id == "second"
+                else n
+                for n in s.nodes
+            ]
+        return s.chain("entry", "first", "second", "after").view()
+
+    return build
+
+
+def token_budget(plan_id: str) -> RawPlanView:
+    return _with_bounds(two_thoughts(budget=500)(plan_id), max_tokens=200)
+
+
+def cost_budget(plan_id: str) -> RawPlanView:
+    return _with_bounds(two_thoughts()(plan_id), max_cost_usd=0.01)
+
+
+def _own_budget(build: Callable[[str], RawPlanView], node_id: str, budget: NodeBudget) -> Any:
+    def built(plan_id: str) -> RawPlanView:
+        from orchestration.plan.ops import plan_digest
+
+        view = build(plan_id)
+        nodes = tuple(_budgeted(n, budget) if n.id == node_id else n for n in view.nodes)
+        changed = view.model_copy(update={"nodes": nodes, "digest": ""})
+        return changed.model_copy(update={"digest": plan_digest(changed)})
+
+    return built
+
+
+def model_branch(plan_id: str) -> RawPlanView:
+    """A branch on a value a call computed from a model's answer: a model could steer it."""
+    s = PlanSketch(plan_id).entry(NumberField(path="n"))
+    s.reason("think", "Pick a number near ", NodeRef("entry", path="n"), output_schema=SCORE)
+    s.call(
+        "measure",
+        "count",
+        args={"n": NodeRef("think", path="score")},
+        output=[NumberField(path="n")],
+    )
+    s.branch("big", {"path": "measure.n", "op": "gt", "value": 10})
+    s.call("yes", "stamp", output=VALUE).call("no", "stamp", output=VALUE)
+    return (
+        s.edge("entry", "think")
+        .edge("think", "measure")
+        .edge("measure", "big")
+        .edge("big", "yes", "match")
+        .edge("big", "no", "no_match")
+        .view()
+    )
+
+
+def _scripted(**scripts: Any) -> Callable[[], Reasoner]:
+    return lambda: ScriptedReasoner(scripts)
+
+
+def _provider_fails_once() -> Reasoner:
+    """The provider is unavailable on the first request, then answers."""
+    calls = Counter[str]()
+
+    def answer(turn: ReasonTurn) -> Any:
+        calls[turn.frame_key] += 1
+        if calls[turn.frame_key] == 1:
+            return ReasonerUnavailableError("HTTP 503: overloaded")
+        return {"score": 4}
+
+    return ScriptedReasoner({"think": answer})
+
+
+PRICES = PriceTable({"scripted": ModelPrice(input_per_million=1000.0, output_per_million=1000.0)})
+"""A test price: a thousand dollars per million tokens (a cent per ten tokens), so a few
+scripted turns pass a one-cent budget."""
+
+
+def _attempts(node: str, *expected: tuple[str, str | None]) -> Callable[[RunProjection], None]:
+    """The node's one frame's attempts, as ``(result, reason)`` pairs."""
+
+    def check(projection: RunProjection) -> None:
+        keys = [k for k in projection.attempts if k.startswith(f"{node}:")]
+        assert len(keys) == 1, projection.attempts
+        got = [(a.result, a.reason) for a in projection.attempts[keys[0]]]
+        assert got == list(expected), got
+        assert [a.number for a in projection.attempts[keys[0]]] == list(
+            range(1, len(expected) + 1)
+        )
+
+    return check
+
+
+def _all(*checks: Callable[[RunProjection], None]) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        for each in checks:
+            each(projection)
+
+    return check
+
+
+def _violations(projection: RunProjection) -> None:
+    (key,) = [k for k in projection.attempts if k.startswith("think:")]
+    (attempt,) = projection.attempts[key]
+    assert attempt.result == "ok" and attempt.usage is not None
+    turns = attempt.usage.turns
+    assert [t.outcome for t in turns] == ["invalid", "invalid", "accepted"], turns
+    assert "$.score: 'high' is not of type 'integer'" in turns[0].problems
+    assert "$.score: 'low' is not of type 'integer'" in turns[1].problems
+    assert attempt.usage.tokens == sum(t.input_tokens + t.output_tokens for t in turns) > 0
+    assert projection.usage.tokens == attempt.usage.tokens
+    assert projection.node_usage["think"].tokens == attempt.usage.tokens
+
+
+def _budget(budget: str, node: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        cause = projection.interruption
+        assert cause is not None and cause.kind == "budget_exhausted", cause
+        assert cause.budget == budget and cause.node_id == node, cause  # type: ignore[union-attr]
+        assert projection.node_status_by_id.get(node, "pending") == "pending"
+        assert not any(k.startswith(f"{node}:") for k in projection.attempts)
+
+    return check
+
+
+def _node_budget(budget: str, node: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        cause = projection.interruption
+        assert cause is not None and cause.kind == "budget_exhausted", cause
+        assert (cause.budget, cause.node_id) == (budget, node), cause  # type: ignore[union-attr]
+
+    return check
+
+
+def _spent_under_token_budget(projection: RunProjection) -> None:
+    cause = projection.interruption
+    assert cause is not None and cause.spent == projection.usage.tokens < 200  # type: ignore[union-attr]
+    assert "up to 500 more tokens" in (cause.detail or "")  # type: ignore[union-attr]
+
+
+def _costed(projection: RunProjection) -> None:
+    spent = projection.usage
+    assert spent.unpriced_tokens == 0 and spent.cost_usd >= 0.01
+    assert math.isclose(spent.cost_usd, spent.tokens * 0.001)
+    assert projection.interruption.spent == spent.cost_usd  # type: ignore[union-attr]
+
+
+def _turn_budget(projection: RunProjection) -> None:
+    (key,) = [k for k in projection.attempts if k.startswith("think:")]
+    (attempt,) = projection.attempts[key]
+    assert attempt.error is not None and attempt.error.name == "budget_exhausted"
+    assert attempt.usage is not None and [t.outcome for t in attempt.usage.turns] == ["invalid"]
+    assert projection.node_status_by_id["think"] == "failed"
+
+
+def _wall_time(projection: RunProjection) -> None:
+    (key,) = [k for k in projection.attempts if k.startswith("work:")]
+    (attempt,) = projection.attempts[key]
+    assert attempt.result == "lost" and attempt.error is not None
+    assert attempt.error.name == "StartToCloseTimeout"
+    assert [f.node_id for f in projection.indeterminate] == ["work"]
+    cause = projection.interruption
+    assert cause is not None and cause.limit == 1.0  # type: ignore[union-attr]
+
+
+def _context_window(projection: RunProjection) -> None:
+    (key,) = [k for k in projection.attempts if k.startswith("think:")]
+    (attempt,) = projection.attempts[key]
+    assert attempt.result == "failed" and attempt.error is not None
+    assert attempt.error.name == "context_window_exceeded", attempt.error
+    assert projection.interruption is not None and projection.interruption.kind == "node_failed"
+
+
+def _provenance(label: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        (verdict,) = projection.verdicts.values()
+        assert verdict.check is not None and verdict.check.provenance == label, verdict.check
+        for value in verdict.check.values:
+            assert value.origins, value
+            assert value.obtained_by == ("model" if label == "asserted" else "runtime")
+
+    return check
+
+
+def _measure_origin(obtained_by: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        (key,) = [k for k in projection.arg_origins if k.startswith("measure:")]
+        (origin,) = projection.arg_origins[key]["n"]
+        assert origin.obtained_by == obtained_by, origin
+
+    return check
+
+
 SCENARIOS: dict[str, Scenario] = {
     "chain": Scenario(chain, {"s": "quiet"}, "completed"),
     "fan_out": Scenario(fan_out, {"s": "x"}, "completed"),
@@ -375,7 +616,15 @@ SCENARIOS: dict[str, Scenario] = {
     "unhandled_failure": Scenario(one_call("boom"), {"s": "x"}, "aborted"),
     "budget_exhausted": Scenario(budget, {"s": "x"}, "halted"),
     "transient_retried": Scenario(
-        one_call("flaky"), {"s": "x"}, "completed", check=_status("work", "done")
+        one_call("flaky"),
+        {"s": "x"},
+        "completed",
+        check=_all(
+            _status("work", "done"),
+            _attempts(
+                "work", ("failed", None), ("failed", "transient_error"), ("ok", "transient_error")
+            ),
+        ),
     ),
     "transient_unsafe_fails": Scenario(
         one_call("flaky", replay_safe=False, on_indeterminate="halt"), {"s": "x"}, "aborted"
@@ -430,4 +679,66 @@ SCENARIOS: dict[str, Scenario] = {
         settings=CONCURRENT,
     ),
     "join_quorum_unsatisfiable": Scenario(quorum_unsatisfiable, {"s": "x"}, "halted"),
+    "reason_invalid_twice": Scenario(
+        thinking,
+        {"s": "x"},
+        "completed",
+        check=_violations,
+        reasoner=_scripted(think=[{"score": "high"}, {"score": "low"}, {"score": 7}]),
+    ),
+    "reason_provider_error_retried": Scenario(
+        thinking,
+        {"s": "x"},
+        "completed",
+        check=_attempts("think", ("failed", None), ("ok", "provider_error")),
+        reasoner=_provider_fails_once,
+    ),
+    "context_window_not_retried": Scenario(
+        thinking,
+        {"s": "x"},
+        "aborted",
+        check=_context_window,
+        reasoner=_scripted(think=ContextWindowExceededError("prompt is too long", 400)),
+    ),
+    "token_budget": Scenario(
+        token_budget,
+        {"s": "x"},
+        "halted",
+        check=_all(_budget("maxTokens", "second"), _spent_under_token_budget),
+        reasoner=_scripted(),
+    ),
+    "cost_budget": Scenario(
+        cost_budget,
+        {"s": "x"},
+        "halted",
+        check=_all(_budget("maxCostUsd", "second"), _costed),
+        reasoner=_scripted(),
+        prices=PRICES,
+    ),
+    "reason_turn_budget": Scenario(
+        _own_budget(thinking, "think", NodeBudget(max_tokens=50)),
+        {"s": "x"},
+        "halted",
+        check=_all(_turn_budget, _node_budget("node.maxTokens", "think")),
+        reasoner=_scripted(think=[{"score": "high"}, {"score": 7}]),
+    ),
+    "wall_time_budget": Scenario(
+        _own_budget(one_call("lost"), "work", NodeBudget(max_seconds=1.0)),
+        {"s": "x"},
+        "halted",
+        check=_all(_wall_time, _node_budget("node.maxSeconds", "work")),
+    ),
+    "verified_branch": Scenario(
+        branch,
+        {"n": 42},
+        "completed",
+        check=_all(_provenance("verified"), _measure_origin("runtime")),
+    ),
+    "asserted_branch": Scenario(
+        model_branch,
+        {"n": 3},
+        "completed",
+        check=_all(_provenance("asserted"), _measure_origin("model"), _status("yes", "done")),
+        reasoner=_scripted(think={"score": 12}),
+    ),
 }

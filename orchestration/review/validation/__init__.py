@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from orchestration.review.validation.arguments import check_arguments
+from orchestration.review.validation.budgets import check_budgets
 from orchestration.review.validation.calls import check_calls
 from orchestration.review.validation.cells import check_cells
 from orchestration.review.validation.content import check_bounds, check_scaffold
@@ -73,6 +74,7 @@ _BEFORE_CELLS: tuple[Callable[[CheckContext], list[PlanIssue]], ...] = (
     check_arguments,
     check_reasons,
     check_transforms,
+    check_budgets,
 )
 _AFTER_CELLS: tuple[Callable[[CheckContext], list[PlanIssue]], ...] = (
     check_scaffold,

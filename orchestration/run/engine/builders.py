@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
 from orchestration.types import (
+    ComparedValue,
     EdgeTaken,
     EdgeTakenRecord,
     FrameRef,
@@ -38,10 +39,15 @@ from orchestration.types import (
     OutcomeOk,
     OutputItem,
     PendingFrame,
+    ValueOrigin,
+    Verdict,
+    VerdictCheck,
 )
 
 __all__ = [
     "branch_id",
+    "compared_value",
+    "log_attempt",
     "log_edge",
     "log_enter",
     "log_settle",
@@ -60,6 +66,9 @@ __all__ = [
     "outcome_ok",
     "output_item",
     "pending_frame",
+    "value_origin",
+    "verdict",
+    "verdict_check",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -179,9 +188,29 @@ join_state: Callable[[str, str, tuple[JoinArrival, ...], int], JoinState] = _bui
 """A partial barrier."""
 
 
+value_origin: Callable[[str, str, str | None, str], ValueOrigin] = _builder(
+    ValueOrigin, "source, path, node_id, obtained_by"
+)
+"""``(source, path, node_id, obtained_by)``: where one value came from."""
+
+compared_value: Callable[[str, Any, tuple[ValueOrigin, ...], str], ComparedValue] = _builder(
+    ComparedValue, "name, value, origins, obtained_by"
+)
+"""``(name, value, origins, obtained_by)``; ``value`` must already be an encodable value."""
+
+verdict_check: Callable[[tuple[ComparedValue, ...], Any, str], VerdictCheck] = _builder(
+    VerdictCheck, "values, provenance, reads"
+)
+"""``(values, provenance, reads)``."""
+
+verdict: Callable[[str, Any, Any], Verdict] = _builder(Verdict, "handle, evidence, check")
+"""``(handle, evidence, check)``; ``evidence`` must already be an encodable value."""
+
+
 # -- compact log entries (the engine's own log) -----------------------------------------------
 
 from orchestration.run.log import (  # noqa: E402 - builders below need the models above first
+    LogAttempt,
     LogEdge,
     LogEnter,
     LogSettle,
@@ -209,3 +238,11 @@ log_snapshot: Callable[[tuple[int, ...], tuple[Any, ...], str], LogSnapshot] = _
     LogSnapshot, "frames, joins, at", kind="'snapshot'"
 )
 """``(frames, joins, at)``."""
+
+log_attempt: Callable[..., LogAttempt] = _builder(
+    LogAttempt,
+    "frame, attempt, result, started, error, reason, usage, origins, at",
+    kind="'attempt'",
+)
+"""``(frame, attempt, result, started, error, reason, usage, origins, at)``; ``error``,
+``usage`` and ``origins`` are validated models (or ``None``)."""

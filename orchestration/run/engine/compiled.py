@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from orchestration.errors import UnrunnablePlanError
+from orchestration.plan.encoding import NodeRef
 from orchestration.plan.graph import (
     PlanGraph,
     acyclic_immediate_dominators,
@@ -34,6 +35,7 @@ from orchestration.plan.graph import (
     order_positions,
     topological_order,
 )
+from orchestration.run.budgets import Budgets
 from orchestration.run.engine.builders import edge_segment, join_segment
 from orchestration.run.routes import EdgeSegment, JoinSegment, edge_token, segments_key
 from orchestration.tools.contracts import BranchVerdict, SelectVerdict
@@ -192,6 +194,10 @@ class CompiledPlan:
         }
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
+        self.budgets = Budgets.of(view.bounds, view.nodes)
+        """The plan's token, cost and wall-time budgets; ``None`` when it declares none."""
+        self.refs: dict[str, tuple[NodeRef, ...]] = {}
+        """Each call node's argument references, by node id (filled as calls first settle)."""
         self.edge_index = {edge.id: i for i, edge in enumerate(view.edges)}
         self.node_index = {node.id: i for i, node in enumerate(view.nodes)}
         self._idom: list[int] | None = None

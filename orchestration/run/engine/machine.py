@@ -37,7 +37,14 @@ Invariants it protects:
   barrier counts the live frames in its region that descend from its fork frame.
 * **Budgets.** ``maxSteps`` counts node entries (join arrivals and the entry included; a retry
   of an entered frame is not a new entry); at most ``min(maxConcurrentFrames, max_in_flight)``
-  frames are in flight.
+  frames are in flight. Token, cost and wall-time budgets (:mod:`orchestration.run.budgets`)
+  are checked before a call, reason or transform frame is entered, from what the run's
+  attempts spent (:meth:`RunEngine.attempt_ended` counts it; a host checks retries with
+  :meth:`RunEngine.refusal`).
+* **Attempts and provenance.** Each attempt's end is recorded as a log entry of its own
+  (:meth:`RunEngine.attempt_ended`); each ``ok`` settlement marks whether its output traces
+  back to a model, and each verdict records what it compared and from where
+  (:mod:`orchestration.run.provenance`).
 * **Graceful ends.** Once a cause to end is known (an unhandled failure, the budget, an
   unsatisfiable join, a stop), nothing new starts; frames already in flight still settle and
   are recorded, then ``interrupt`` + ``end`` close the log. The first cause wins.
@@ -56,13 +63,16 @@ from pydantic import ValidationError
 
 from orchestration.errors import EngineStateError, UnencodableValueError
 from orchestration.plan.encoding import validate_value
+from orchestration.run.budgets import Allowance, Spend
 from orchestration.run.engine.builders import (
+    log_attempt,
     log_edge,
     log_enter,
     log_settle,
     node_output,
     output_item,
 )
+from orchestration.run.engine.builders import verdict as make_verdict
 from orchestration.run.engine.compiled import CompiledPlan, Hop
 from orchestration.run.engine.results import (
     Decided,
@@ -84,6 +94,7 @@ from orchestration.run.log import (
     LogSnapshot,
     LogStart,
 )
+from orchestration.run.provenance import arg_origins, call_refs, reads_model, verdict_check
 from orchestration.run.resolve import MissingValue, entry_for, resolve_args, resolve_prompt
 from orchestration.run.routes import Route
 from orchestration.tools.contracts import PredicateContext
@@ -93,6 +104,7 @@ if TYPE_CHECKING:
 from orchestration.run.tables import FrameEntry, FrameTable
 from orchestration.types import (
     ArtifactHandle,
+    AttemptResult,
     BudgetExhausted,
     CallNode,
     EntryNode,
@@ -107,8 +119,10 @@ from orchestration.types import (
     PredicateUnevaluatable,
     RawPlanView,
     ReasonNode,
+    RetryReason,
     TransformNode,
-    Verdict,
+    Usage,
+    ValueOrigin,
 )
 
 __all__ = [
@@ -232,6 +246,8 @@ class RunEngine:
         self._draining: InterruptionCause | None = None
         self._run_cause: InterruptionCause | None = None
         self._outcome: Outcome = "running"
+        self._spend = Spend()
+        self._node_spend: dict[str, Spend] = {}
 
     # ------------------------------------------------------------------------------------
     # Construction
@@ -309,6 +325,8 @@ class RunEngine:
         engine._draining = None
         engine._outcome = "running"
         engine._run_cause = None
+        engine._spend = Spend()
+        engine._node_spend = {}
         engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at, build=build))
         engine._finish(cause, at)
         return engine
@@ -403,6 +421,8 @@ class RunEngine:
             steps=self._steps,
             frames=self.live_frames(),
             barriers=self.barriers(),
+            spent=self._spend.totals() if self._spend.attempts else None,
+            node_spent={node: spend.totals() for node, spend in self._node_spend.items()},
         )
 
     @classmethod
@@ -418,6 +438,8 @@ class RunEngine:
         engine = cls(plan, state.run_id, state.digest, max_in_flight=max_in_flight)
         engine._next = state.next_frame
         engine._steps = state.steps if steps is None else steps
+        engine._spend = state.spend
+        engine._node_spend = dict(state.node_spend)
         if state.outcome != "running":
             engine._outcome = state.outcome
             engine._run_cause = state.cause
@@ -501,6 +523,19 @@ class RunEngine:
     def steps(self) -> int:
         """Node entries so far (the count ``maxSteps`` bounds)."""
         return self._steps
+
+    @property
+    def spend(self) -> Spend:
+        """What the run's attempts spent on models, so far (continued and resumed included)."""
+        return self._spend
+
+    @property
+    def node_spend(self) -> Mapping[str, Spend]:
+        """What each node's attempts spent on models, by node id.
+
+        Nodes that spent nothing are absent; the map is bounded by the plan's size.
+        """
+        return self._node_spend
 
     @property
     def next_frame(self) -> int:
@@ -608,8 +643,16 @@ class RunEngine:
         running = self._running
         window = self._window
         max_steps = self._plan.max_steps
+        budgets = self._plan.budgets
         while queue and len(running) < window:
             frame = queue[0]
+            if budgets is not None and frame.kind in _ACTIVITY_KINDS:
+                refused = budgets.refusal(
+                    frame.node_id, self._spend, frame.spend, frame.started, at, self._steps
+                )
+                if refused is not None:
+                    self._begin_end(refused)
+                    break
             if frame.reentry:
                 frame.reentry = False
             elif self._steps >= max_steps:
@@ -618,6 +661,7 @@ class RunEngine:
             else:
                 self._steps += 1
             queue.popleft()
+            frame.entered_at = at
             self._log.append(log_enter(frame.number, frame.attempt, at))
             if frame.kind == "join":
                 self._arrive(frame, at)
@@ -703,6 +747,7 @@ class RunEngine:
         self._halted.pop(key, None)
         self._recovered.pop(key, None)
         frame.attempt += 1
+        frame.entered_at = at
         self._log.append(log_enter(frame.number, frame.attempt, at))
         assert frame.dispatch is not None
         frame.dispatch = frame.dispatch.again(frame.attempt)
@@ -727,6 +772,84 @@ class RunEngine:
         self._halted[key] = cause
         self._record(LogInterrupt(cause=cause, frame=frame.number, at=at))
         self._after(at)
+
+    def attempt_ended(
+        self,
+        key: str,
+        result: AttemptResult,
+        started: str,
+        at: str,
+        *,
+        error: ErrorInfo | None = None,
+        reason: RetryReason | None = None,
+        usage: Usage | None = None,
+        origins: dict[str, tuple[ValueOrigin, ...]] | None = None,
+    ) -> None:
+        """Record that the in-flight frame ``key``'s current attempt ended, and what it spent.
+
+        Records ``attempt`` (before whatever the host then does with the frame: settle, retry
+        or halt) and counts its usage against the run's and the frame's budgets.
+
+        Raises:
+            EngineStateError: the frame is not in flight.
+
+        """
+        frame = self._running.get(key)
+        if frame is None or self.done:
+            raise EngineStateError(f'frame "{key}" is not in flight; only its attempts end')
+        if frame.started is None:
+            frame.started = started
+        spend = frame.spend
+        if spend is None:
+            spend = frame.spend = Spend()
+        spend.add(usage)
+        self._spend.add(usage)
+        if usage is not None:
+            node_spend = self._node_spend.get(frame.node_id)
+            if node_spend is None:
+                node_spend = self._node_spend[frame.node_id] = Spend()
+            node_spend.add(usage)
+        self._log.append(
+            log_attempt(
+                frame.number, frame.attempt, result, started, error, reason, usage, origins, at
+            )
+        )
+
+    def refusal(self, key: str, at: str, *, delay: float = 0.0) -> BudgetExhausted | None:
+        """Why the in-flight frame ``key`` may not start another attempt, if a budget says so.
+
+        The attempt would start ``delay`` seconds after ``at``; see
+        :mod:`orchestration.run.budgets`. ``None`` when it may start.
+        """
+        budgets = self._plan.budgets
+        frame = self._running.get(key)
+        if budgets is None or frame is None:
+            return None
+        return budgets.refusal(
+            frame.node_id, self._spend, frame.spend, frame.started, at, self._steps, delay
+        )
+
+    def allowance(self, key: str, at: str, *, delay: float = 0.0) -> Allowance | None:
+        """What the in-flight frame ``key``'s next attempt may spend (``None``: no budget)."""
+        budgets = self._plan.budgets
+        frame = self._running.get(key)
+        if budgets is None or frame is None:
+            return None
+        return budgets.allowance(
+            frame.node_id, self._spend, frame.spend, frame.started, at, delay
+        )
+
+    def started_of(self, key: str) -> str | None:
+        """When the in-flight frame ``key`` was last entered (its current attempt's entry)."""
+        frame = self._running.get(key)
+        return None if frame is None else frame.entered_at
+
+    def origins_of(self, key: str) -> dict[str, tuple[ValueOrigin, ...]] | None:
+        """Where each argument of the in-flight call ``key`` came from (``None``: not a call)."""
+        frame = self._running.get(key)
+        if frame is None or frame.kind != "call":
+            return None
+        return arg_origins(cast(CallNode, frame.node).definition.args, frame.outputs)
 
     def stop(self, cause: InterruptionCause, at: str) -> None:
         """End the run from outside (``operator_stop``, ``turn_abort``, ...).
@@ -803,6 +926,22 @@ class RunEngine:
                     self._unreachable[barrier.key] = barrier
                 else:
                     self._unreachable.pop(barrier.key, None)
+
+    def _model_derived(self, frame: Frame) -> bool:
+        """Whether a frame settling ``ok`` produces an output a model contributed to."""
+        kind = frame.kind
+        if kind == "call":
+            refs = self._plan.refs.get(frame.node_id)
+            if refs is None:
+                args = cast(CallNode, frame.node).definition.args
+                refs = self._plan.refs[frame.node_id] = call_refs(args) if args else ()
+            return bool(refs) and reads_model(refs, frame.outputs)
+        if kind == "reason":
+            return True
+        if kind == "transform":
+            source = entry_for(cast(TransformNode, frame.node).definition.source, frame.artifacts)
+            return source is None or source.route.model is not False
+        return False
 
     def _release(self, key: str) -> None:
         del self._running[key]
@@ -919,6 +1058,11 @@ class RunEngine:
         self, frame: Frame, items: Items, artifact: ArtifactHandle | None, at: str
     ) -> None:
         number = frame.number
+        kind = frame.kind
+        if kind == "call" or kind == "transform":
+            frame.route.model = self._model_derived(frame)
+        else:
+            frame.route.model = kind == "reason"
         outputs = frame.outputs.set(number, frame.node_id, frame.route, items)
         artifacts = frame.artifacts
         if artifact is not None:
@@ -949,7 +1093,11 @@ class RunEngine:
         except UnencodableValueError as exc:
             self._fail(frame, Failed("UnencodableValueError", exc.message, "predicate"), at)
             return
-        verdict = Verdict(handle=self._plan.verdict_handle(result.verdict), evidence=evidence)
+        verdict = make_verdict(
+            self._plan.verdict_handle(result.verdict),
+            evidence,
+            verdict_check(evidence, frame.outputs),
+        )
         self._log.append(
             log_settle(frame.number, "ok", (), None, False, None, frame.attempt, verdict, at)
         )

@@ -19,6 +19,7 @@ from orchestration.types import (
     FrameRef,
     OutputItem,
     PlanNode,
+    Usage,
 )
 
 __all__ = [
@@ -180,11 +181,14 @@ class Succeeded:
             (checked against the encodable subset when settled).
         artifact: For a call whose tool returned an artifact, its handle; it joins the
             branch-local artifact table under the frame's key.
+        usage: What the attempt spent on a model (recorded with the attempt, not settled).
 
     """
 
     items: tuple[OutputItem | Mapping[str, Any], ...]
     artifact: ArtifactHandle | None = None
+    usage: Usage | None = None
+    """What the attempt spent on a model (a reason frame's), recorded on its ``attempt``."""
 
     @classmethod
     def one(
@@ -205,8 +209,10 @@ class Decided:
     evidence: Any = None
 
 
-FailureKind = Literal["error", "predicate", "output_schema"]
-"""What failed: the node's own work, its predicate cell, or a reason node's schema attempts."""
+FailureKind = Literal["error", "predicate", "output_schema", "budget"]
+"""What failed: the node's own work, its predicate cell, a reason node's schema attempts, or an
+attempt that stopped because a budget it counts against was spent (the run halts
+``budget_exhausted``: see :mod:`orchestration.run.budgets`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +238,8 @@ class Failed:
     message: str
     kind: FailureKind = "error"
     transient: bool = False
+    usage: Usage | None = None
+    """What the attempt spent on a model before it failed (recorded with the attempt)."""
 
     @classmethod
     def of(cls, error: BaseException, kind: FailureKind = "error") -> Failed:

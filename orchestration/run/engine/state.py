@@ -12,6 +12,7 @@ barriers) per frame instead of a graph search per settlement.
 
 from __future__ import annotations
 
+from orchestration.run.budgets import Spend
 from orchestration.run.engine.compiled import JoinFacts
 from orchestration.run.engine.results import Dispatch
 from orchestration.run.routes import Route
@@ -41,6 +42,9 @@ class Frame:
         dispatch: What was handed out, once it was.
         attempt: 1, plus one per retry.
         reentry: Entered before a resume; entering it again is not a new step.
+        spend: What its attempts spent (``None`` until one ended), for its node's budget.
+        started: When its first attempt started (``None`` until then), for its wall time.
+        entered_at: When it was last entered (a resumed frame's lost attempt started then).
 
     """
 
@@ -48,6 +52,7 @@ class Frame:
         "artifacts",
         "attempt",
         "dispatch",
+        "entered_at",
         "ident",
         "kind",
         "node",
@@ -56,6 +61,8 @@ class Frame:
         "outputs",
         "reentry",
         "route",
+        "spend",
+        "started",
         "via",
     )
 
@@ -80,6 +87,9 @@ class Frame:
         self.dispatch: Dispatch | None = None
         self.attempt = 1
         self.reentry = False
+        self.spend: Spend | None = None
+        self.started: str | None = None
+        self.entered_at: str | None = None
 
 
 class Barrier:

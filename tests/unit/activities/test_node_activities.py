@@ -89,9 +89,14 @@ def test_exhausted_attempts_are_a_non_retryable_schema_violation() -> None:
     error = failure(FrameActivities(FrameWork(reasoner=reasoner)).reason, reason_request())
     assert error.type == "output_schema_violation" and error.non_retryable
     assert "after 2 attempt(s)" in error.message and "'x' is not of type 'integer'" in error.message
-    assert error.details[0] == {"transient": False, "kind": "output_schema"}
+    facts = error.details[0]
+    assert (facts["transient"], facts["kind"]) == (False, "output_schema")
     attempts = error.details[1]
     assert [a["outcome"] for a in attempts] == ["invalid", "invalid"]
+    # What the turns spent travels with the failure, so the run records the attempt's usage.
+    usage = facts["usage"]
+    assert [t["outcome"] for t in usage["turns"]] == ["invalid", "invalid"]
+    assert usage["inputTokens"] == sum(a["inputTokens"] for a in attempts) > 0
 
 
 def test_no_reasoner_and_bad_schemas_are_refused() -> None:

@@ -99,5 +99,6 @@ async def test_the_summary_gives_each_frame_its_status_time_and_attempts(
     _, retried = await events_of(tmp_path, "transient_retried", "retried")
     work = next(line for line in describe_run(fold_run(retried), retried).splitlines()
                 if line.startswith("  work "))
-    # Three enters, one second apart, then the settle: 3 s from the first enter.
-    assert work.split()[1:] == ["done", format_duration(3), "3", "attempts"]
+    # Three attempts, each an enter and its end, one second apart, then the settle: 6 s from
+    # the first enter.
+    assert work.split()[1:] == ["done", format_duration(6), "3", "attempts"]
