@@ -34,8 +34,8 @@ from orchestration.run.engine.builders import (
 from orchestration.run.fold import fold_run
 from orchestration.run.log import (
     LogArrive,
-    LogCancel,
     LogAttempt,
+    LogCancel,
     LogEdge,
     LogEnd,
     LogEnter,

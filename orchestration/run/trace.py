@@ -38,8 +38,8 @@ from orchestration.run.budgets import Spend
 from orchestration.run.engine.builders import edge_segment, join_segment
 from orchestration.run.log import (
     LogArrive,
-    LogCancel,
     LogAttempt,
+    LogCancel,
     LogEdge,
     LogEnd,
     LogEnter,
