@@ -7,7 +7,8 @@ their results, not their inputs, are recorded in history), against the worker's 
   30): a second execution of the same plan, under any workflow id or reuse policy, loses here
   before any node is entered. A resume claims with ``resume`` (ruling 28).
 * ``plan.mirror`` writes log entries into the store from a global position; it is idempotent
-  by position, so a retried local activity writes nothing twice.
+  by position, so a retried local activity writes nothing twice, and what a lost workflow
+  task mirrored is replaced by what its retry mirrors (the store's ``replace_tail``).
 * ``plan.fast_tools`` names the tools this worker runs on the fast path (local activities for
   replay-safe calls of short tools); recorded in history, so a replay takes the same path
   whatever the replaying process is configured with.
@@ -55,7 +56,12 @@ class RunStoreActivities:
 
     @activity.defn(name="plan.mirror")
     async def mirror(self, request: MirrorRequest) -> int:
-        """Write the entries from ``start``; returns the stored log's length."""
+        """Write the entries from ``start``; returns the stored log's length.
+
+        The workflow's history is the log, so the mirror replaces what differs
+        (``replace_tail``): entries an earlier try of the same workflow task wrote before the
+        task was lost, stamped with that try's times.
+        """
         return await self.store.append_run_log(
-            request.plan_id, request.run_id, request.start, request.entries
+            request.plan_id, request.run_id, request.start, request.entries, replace_tail=True
         )

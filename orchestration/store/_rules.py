@@ -500,6 +500,9 @@ class LogWrite:
     outcome: RunOutcome | None
     length: int
     """The log's length after the append."""
+    cut: bool = False
+    """The stored log from ``position`` on is dropped before the entries are written (an
+    append with ``replace_tail`` that met another entry there)."""
 
 
 @dataclass(frozen=True)
@@ -520,15 +523,29 @@ class LogAppend:
         """The stored positions ``[first, stop)`` the batch overlaps."""
         return self.start, min(self.start + len(self.entries), self.run.log_length)
 
-    def write(self, held: Sequence[str]) -> LogWrite:
+    def write(self, held: Sequence[str], *, replace_tail: bool = False) -> LogWrite:
         """What to write, given the stored bodies at :attr:`held`, in order.
 
+        With ``replace_tail``, the first held position that holds another entry cuts the
+        stored log there and the rest of the batch is written in its place.
+
         Raises:
-            RunLogConflictError: a held position holds another entry.
+            RunLogConflictError: a held position holds another entry (without
+                ``replace_tail``).
 
         """
         for offset, (stored, body) in enumerate(zip(held, self.bodies, strict=False)):
             if stored != body:
+                if replace_tail:
+                    last = self.entries[-1]
+                    return LogWrite(
+                        position=self.start + offset,
+                        entries=self.entries[offset:],
+                        bodies=self.bodies[offset:],
+                        outcome=last.outcome if isinstance(last, LogEnd) else None,
+                        length=self.start + len(self.entries),
+                        cut=True,
+                    )
                 raise RunLogConflictError(
                     f"append_run_log: position {self.start + offset} of run "
                     f'"{self.run.run_id}" (plan "{self.plan_id}") already holds another entry; '

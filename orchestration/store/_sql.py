@@ -111,6 +111,7 @@ class Statements:
         self.whole_run_log = render(
             "SELECT body FROM {run_log} WHERE plan_id = {p} ORDER BY position"
         )
+        self.cut_run_log = render("DELETE FROM {run_log} WHERE plan_id = {p} AND position >= {p}")
         self.insert_run_log = render(
             "INSERT INTO {run_log} (plan_id, position, body) VALUES ({p}, {p}, {p})"
         )

@@ -445,7 +445,13 @@ class PlanStore(Protocol):
         ...
 
     async def append_run_log(
-        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+        self,
+        plan_id: str,
+        run_id: str,
+        start: int,
+        entries: Sequence[LogEntry],
+        *,
+        replace_tail: bool = False,
     ) -> int:
         """Write ``entries`` at positions ``start, start + 1, ...`` of the run's log, atomically.
 
@@ -455,14 +461,23 @@ class PlanStore(Protocol):
         outcome is the last entry's when it is ``end``, else none (the run is running); an
         append that writes nothing changes nothing.
 
+        ``replace_tail`` is for a host whose log is kept elsewhere and only mirrored here (a
+        Temporal run: its history is the log). Its mirror can run inside a workflow task that
+        never completes (the worker dies, the task times out); the task is tried again and
+        writes the same positions with other times. Then the first held position that holds
+        another entry is not a conflict: the stored log is cut there and the batch written in
+        its place (the run's outcome following the batch's last entry). Only the run's own
+        claimed execution mirrors, so nothing but its own unrecorded work is replaced.
+
         Returns:
             The length of the log after the append.
 
         Raises:
             PlanNotFoundError: unknown plan.
             RunNotFoundError: ``run_id`` is not the plan's run.
-            RunLogConflictError: a held position holds a different entry, ``start`` is past
-                the end of the log (a gap), or negative; nothing is written.
+            RunLogConflictError: a held position holds a different entry (without
+                ``replace_tail``), ``start`` is past the end of the log (a gap), or negative;
+                nothing is written.
 
         """
         ...

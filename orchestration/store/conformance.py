@@ -1297,6 +1297,37 @@ class PlanStoreConformance:
             assert await store.read_run("p") == before
 
     @pytest.mark.asyncio
+    async def test_a_mirror_replaces_the_tail_a_lost_task_wrote(self, store: PlanStore) -> None:
+        """``replace_tail``: the first held position with another entry cuts the log there.
+
+        A lost workflow task's mirror wrote a settlement and an end; its retry writes the same
+        positions with another value and no end yet. The log holds the retry's entries only,
+        the outcome follows them, and an identical batch afterwards writes nothing. A gap or a
+        negative start is refused as without ``replace_tail``.
+        """
+        digest = await self._executable(store)
+        await store.claim_run("p", digest, "run-1", execution="exec-a")
+        lost: list[LogEntry] = [_start("run-1", digest), _enter(0), _ok(0, n=1), _end("completed")]
+        await store.append_run_log("p", "run-1", 0, lost)
+        retried: list[LogEntry] = [_enter(0), _ok(0, n=2)]
+        assert await store.append_run_log("p", "run-1", 1, retried, replace_tail=True) == 3
+        assert await store.read_run_log("p") == [lost[0], *retried]
+        run = await store.read_run("p")
+        assert run is not None and run.outcome is None and run.log_length == 3
+        assert (
+            await store.append_run_log("p", "run-1", 0, [lost[0], *retried], replace_tail=True) == 3
+        )
+        assert (
+            await store.append_run_log("p", "run-1", 3, [_end("completed")], replace_tail=True) == 4
+        )
+        run = await store.read_run("p")
+        assert run is not None and run.outcome == "completed"
+        for start in (5, -1):
+            with pytest.raises(RunLogConflictError):
+                await store.append_run_log("p", "run-1", start, retried, replace_tail=True)
+        assert len(await store.read_run_log("p")) == 4
+
+    @pytest.mark.asyncio
     async def test_the_run_keeps_the_outcome_its_log_ends_with(self, store: PlanStore) -> None:
         """After an append that writes, the outcome is the last entry's if it is ``end``."""
         digest = await self._executable(store)

@@ -311,13 +311,22 @@ class MemoryPlanStore(PlanStore):
 
     @override
     async def append_run_log(
-        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+        self,
+        plan_id: str,
+        run_id: str,
+        start: int,
+        entries: Sequence[LogEntry],
+        *,
+        replace_tail: bool = False,
     ) -> int:
         async with self._lock:
             plan = self._get("append_run_log", plan_id)
             append = _rules.screen_log_append(plan_id, plan.run(), run_id, start, entries)
             first, stop = append.held
-            write = append.write(plan.log_bodies[first:stop])
+            write = append.write(plan.log_bodies[first:stop], replace_tail=replace_tail)
+            if write.cut:
+                del plan.log[write.position :]
+                del plan.log_bodies[write.position :]
             if write.entries:
                 plan.log.extend(write.entries)
                 plan.log_bodies.extend(write.bodies)

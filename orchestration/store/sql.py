@@ -403,13 +403,21 @@ class SqlPlanStore(PlanStore):
 
     @override
     async def append_run_log(
-        self, plan_id: str, run_id: str, start: int, entries: Sequence[LogEntry]
+        self,
+        plan_id: str,
+        run_id: str,
+        start: int,
+        entries: Sequence[LogEntry],
+        *,
+        replace_tail: bool = False,
     ) -> int:
         async def work(tx: _Tx) -> int:
             run = await tx.run("append_run_log", plan_id, lock="update")
             append = _rules.screen_log_append(plan_id, run, run_id, start, entries)
             held = await tx.log_bodies(plan_id, *append.held)
-            write = append.write([body for (body,) in held])
+            write = append.write([body for (body,) in held], replace_tail=replace_tail)
+            if write.cut:
+                await tx.conn.run(self._sql.cut_run_log, (plan_id, write.position))
             if write.entries:
                 await tx.conn.run_many(self._sql.insert_run_log, _rows.new_log(plan_id, write))
                 await tx.conn.run(
