@@ -52,8 +52,10 @@ from orchestration.tools.scripted import (
     example_for_schema,
 )
 from orchestration.types import (
+    ApprovalGate,
     ApprovalRecord,
     ArtifactHandle,
+    AskPolicy,
     BooleanField,
     BranchDefinition,
     BranchNode,
@@ -65,6 +67,9 @@ from orchestration.types import (
     EntryDefinition,
     EntryNode,
     EnumField,
+    InputDefinition,
+    InputNode,
+    InputSchema,
     InterruptionCause,
     JoinNode,
     NumberField,
@@ -168,6 +173,7 @@ class PlanSketch:
         on_missing: Literal["fail", "omit"] = "fail",
         replay_safe: bool = True,
         on_indeterminate: Literal["retry", "halt", "skip"] = "retry",
+        gate: ApprovalGate | None = None,
     ) -> PlanSketch:
         """A call node; ``tool`` defaults to ``"tool.<node_id>"``."""
         return self.add(
@@ -180,6 +186,7 @@ class PlanSketch:
                     on_missing_value=on_missing,
                     replay_safe=replay_safe,
                     on_indeterminate=on_indeterminate,
+                    gate=gate,
                 ),
             )
         )
@@ -190,6 +197,8 @@ class PlanSketch:
         *prompt: str | NodeRef,
         max_attempts: int = 1,
         output_schema: str = "{}",
+        asks: AskPolicy | None = None,
+        gate: ApprovalGate | None = None,
     ) -> PlanSketch:
         """A reason node whose prompt is ``prompt`` (strings become text parts)."""
         parts: list[PromptPart] = [TextPart(text=p) if isinstance(p, str) else p for p in prompt]
@@ -197,7 +206,35 @@ class PlanSketch:
             ReasonNode(
                 id=node_id,
                 definition=ReasonDefinition(
-                    prompt=tuple(parts), output_schema=output_schema, max_attempts=max_attempts
+                    prompt=tuple(parts),
+                    output_schema=output_schema,
+                    max_attempts=max_attempts,
+                    asks=asks,
+                    gate=gate,
+                ),
+            )
+        )
+
+    def input(
+        self,
+        node_id: str,
+        schema: InputSchema,
+        *prompt: str | NodeRef,
+        timeout: str | None = None,
+        on_timeout: Literal["reject", "default", "halt"] | None = None,
+        default: Any = None,
+    ) -> PlanSketch:
+        """An input request asking ``prompt`` with ``schema`` (strings become text parts)."""
+        parts: list[PromptPart] = [TextPart(text=p) if isinstance(p, str) else p for p in prompt]
+        return self.add(
+            InputNode(
+                id=node_id,
+                definition=InputDefinition(
+                    prompt=tuple(parts),
+                    schema_=schema,
+                    timeout=timeout,
+                    on_timeout=on_timeout,
+                    default=default,
                 ),
             )
         )
