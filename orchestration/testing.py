@@ -26,6 +26,7 @@ from orchestration.plan.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
 from orchestration.review.approval import approval_record
 from orchestration.run.driver import Inbox, RunDriver, decided
+from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.machine import (
     DEFAULT_MAX_IN_FLIGHT,
     Decided,
@@ -40,12 +41,13 @@ from orchestration.run.expand import expand_log
 from orchestration.run.fold import fold_run
 from orchestration.run.local import LocalPort, failed_from
 from orchestration.run.log import LogEntry
-from orchestration.run.messages import RetrySettings, RunSettings
+from orchestration.run.messages import PendingGateDecision, RetrySettings, RunSettings
 from orchestration.run.policy import Attempt, Lost
 from orchestration.run.work import FrameWork, WorkFailed, decide_with
 from orchestration.store.base import PlanStore, TransitionRequest
 from orchestration.tools.contracts import PredicateEvaluator
 from orchestration.tools.scripted import (
+    Ask,
     NoToolCall,
     Refusal,
     ScriptedReasoner,
@@ -93,6 +95,7 @@ from orchestration.types import (
 )
 
 __all__ = [
+    "Ask",
     "Attempts",
     "approve_into",
     "FakeToolbox",
@@ -506,6 +509,8 @@ async def run_in_process(
     on_halt: Callable[[Dispatch], HaltDecision] | None = None,
     stop_when: Callable[[RunEngine], InterruptionCause | None] | None = None,
     max_attempts: int = 5,
+    on_gate: Callable[[Waiting], PendingGateDecision | None] | None = None,
+    autonomous: bool = False,
 ) -> tuple[list[RunEvent], RunProjection]:
     """Run a plan in this process against scripted tools; return its log and its projection.
 
@@ -527,6 +532,9 @@ async def run_in_process(
         stop_when: Checked after every settlement; a cause it returns stops the run.
         max_attempts: Attempts of a frame that may be repeated, before a lost or transient
             outcome settles it.
+        on_gate: Decides each gate request as it opens (``None`` from it: no decision, and a
+            run that can only wait for one then fails; in process nothing else decides).
+        autonomous: Autonomous mode (approval gates the plan opens to it approve themselves).
 
     Raises:
         InvalidRunInputError: the input is refused (nothing was recorded).
@@ -580,7 +588,13 @@ async def run_in_process(
     )
     retry = RetrySettings(maximum_attempts=max_attempts)
     driver = RunDriver(
-        engine, port, retry, inbox, on_halt=on_halt or (lambda dispatch: "abort")
+        engine,
+        port,
+        retry,
+        inbox,
+        on_halt=on_halt or (lambda dispatch: "abort"),
+        on_gate=on_gate,
+        autonomous=autonomous,
     )
     await driver.run()
     events = expand_log(log)

@@ -12,8 +12,12 @@ barriers) per frame instead of a graph search per settlement.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from orchestration.run.engine.compiled import JoinFacts
 from orchestration.run.engine.results import Dispatch
+from orchestration.run.log import AskedRound
 from orchestration.run.routes import Route
 from orchestration.run.tables import FrameTable
 from orchestration.types import ArtifactHandle, OutputItem, PlanNode
@@ -39,12 +43,19 @@ class Frame:
         outputs: The branch-local table of output items, by frame number.
         artifacts: The branch-local table of artifact handles, by frame number.
         dispatch: What was handed out, once it was.
-        attempt: 1, plus one per retry.
-        reentry: Entered before a resume; entering it again is not a new step.
+        attempt: 1, plus one per retry (and per round of a reason node's questions).
+        reentry: Entered before (a resume, a round of questions); entering it again is not
+            a new step.
+        approved: A call's arguments as approved at its gate (``None``: not yet approved, or
+            no gate before it); what it sends.
+        rounds: A reason frame's answered rounds of questions, in order.
+        tries_before: Attempts spent before the current round of questions (the retry budget
+            counts from there).
 
     """
 
     __slots__ = (
+        "approved",
         "artifacts",
         "attempt",
         "dispatch",
@@ -55,7 +66,9 @@ class Frame:
         "number",
         "outputs",
         "reentry",
+        "rounds",
         "route",
+        "tries_before",
         "via",
     )
 
@@ -80,6 +93,9 @@ class Frame:
         self.dispatch: Dispatch | None = None
         self.attempt = 1
         self.reentry = False
+        self.approved: Mapping[str, Any] | None = None
+        self.rounds: tuple[AskedRound, ...] = ()
+        self.tries_before = 0
 
 
 class Barrier:
