@@ -11,9 +11,11 @@ arguments the plan lets the approver edit) and ``answer`` (an input request's re
 update. A refused decision (not open, already decided, a response that does not fit) is an
 ``error[<code>]`` line and exit status 2, and never reaches the run; a decision that no longer
 applies (its request timed out or the run moved on) is answered ``skipped`` with the reason,
-exit status 0. The response is never printed back. Sending the same decision again is
-answered from the first (the update id is derived from it), so a retried command cannot
-decide twice.
+exit status 0. The response is never printed back. The same decision sent again for the
+same request (``--request N``) is answered from the first (the update id is derived from the
+decision and its request); sent again without ``--request`` once its request is decided, it
+is refused (``gate_already_decided``, or ``gate_not_open`` when the frame is named by its
+node). Either way a retried command cannot decide twice.
 
 ``answer --json RESPONSE`` takes the response as JSON text (and answers in JSON); ``--file``
 reads it from a file (``-``: stdin). ``--json`` alone, as on every command, prints JSON.
