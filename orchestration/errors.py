@@ -23,6 +23,9 @@ what remains here is misuse and input that can never be made valid.
     ├── EngineStateError               engine_state
     ├── RunRefusedError                (code per refusal: not_executable, run_already_claimed,
     │                                   run_already_settled, invalid_run_input, ...)
+    ├── GateRefusedError               (code per refusal: gate_not_open, gate_already_decided,
+    │                                   invalid_response, stale_arguments, edit_not_allowed,
+    │                                   answer_required, not_an_input_gate, invalid_arguments)
     ├── CellUnavailableError           E_ORCH_CELL_UNAVAILABLE
     ├── ArtifactError                  (base for reading artifacts)
     │   ├── NoReaderResolverError      E_NO_READER_RESOLVER
@@ -55,6 +58,7 @@ __all__ = [
     "ConflictingOpError",
     "ContextWindowExceededError",
     "EngineStateError",
+    "GateRefusedError",
     "InvalidListingError",
     "InvalidRunInputError",
     "MalformedRunLogError",
@@ -229,6 +233,25 @@ class RunRefusedError(OrchestrationError):
         super().__init__(message)
         self.code = code
         self.existing_run_id = existing_run_id
+
+
+class GateRefusedError(OrchestrationError):
+    """A decision on a gate was refused: it never reaches the run (nor its history).
+
+    Attributes:
+        code: Why: ``gate_not_open`` (no such request), ``gate_already_decided`` (a second
+            decision), ``invalid_response`` (it does not fit the schema), ``stale_arguments``
+            (the arguments shown are not the ones waiting), ``edit_not_allowed`` /
+            ``invalid_arguments`` (an edit the plan does not allow, or the tool does not take),
+            ``answer_required`` (an input request is answered, not approved),
+            ``not_an_input_gate`` (an approval is decided, not answered).
+
+    A decision that merely no longer applies is not refused: it is answered as skipped.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class CellUnavailableError(OrchestrationError):

@@ -26,6 +26,7 @@ from orchestration.plan.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
 from orchestration.review.approval import approval_record
 from orchestration.run.driver import Inbox, RunDriver, decided
+from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.machine import (
     DEFAULT_MAX_IN_FLIGHT,
     Decided,
@@ -40,20 +41,23 @@ from orchestration.run.expand import expand_log
 from orchestration.run.fold import fold_run
 from orchestration.run.local import LocalPort, failed_from
 from orchestration.run.log import LogEntry
-from orchestration.run.messages import RetrySettings, RunSettings
+from orchestration.run.messages import PendingGateDecision, RetrySettings, RunSettings
 from orchestration.run.policy import Attempt, Lost
 from orchestration.run.work import FrameWork, WorkFailed, decide_with
 from orchestration.store.base import PlanStore, TransitionRequest
 from orchestration.tools.contracts import PredicateEvaluator
 from orchestration.tools.scripted import (
+    Ask,
     NoToolCall,
     Refusal,
     ScriptedReasoner,
     example_for_schema,
 )
 from orchestration.types import (
+    ApprovalGate,
     ApprovalRecord,
     ArtifactHandle,
+    AskPolicy,
     BooleanField,
     BranchDefinition,
     BranchNode,
@@ -65,6 +69,9 @@ from orchestration.types import (
     EntryDefinition,
     EntryNode,
     EnumField,
+    InputDefinition,
+    InputNode,
+    InputSchema,
     InterruptionCause,
     JoinDefinition,
     JoinNode,
@@ -90,6 +97,7 @@ from orchestration.types import (
 )
 
 __all__ = [
+    "Ask",
     "Attempts",
     "approve_into",
     "FakeToolbox",
@@ -170,6 +178,7 @@ class PlanSketch:
         on_missing: Literal["fail", "omit"] = "fail",
         replay_safe: bool = True,
         on_indeterminate: Literal["retry", "halt", "skip"] = "retry",
+        gate: ApprovalGate | None = None,
     ) -> PlanSketch:
         """A call node; ``tool`` defaults to ``"tool.<node_id>"``."""
         return self.add(
@@ -182,6 +191,7 @@ class PlanSketch:
                     on_missing_value=on_missing,
                     replay_safe=replay_safe,
                     on_indeterminate=on_indeterminate,
+                    gate=gate,
                 ),
             )
         )
@@ -192,6 +202,8 @@ class PlanSketch:
         *prompt: str | NodeRef,
         max_attempts: int = 1,
         output_schema: str = "{}",
+        asks: AskPolicy | None = None,
+        gate: ApprovalGate | None = None,
     ) -> PlanSketch:
         """A reason node whose prompt is ``prompt`` (strings become text parts)."""
         parts: list[PromptPart] = [TextPart(text=p) if isinstance(p, str) else p for p in prompt]
@@ -199,7 +211,35 @@ class PlanSketch:
             ReasonNode(
                 id=node_id,
                 definition=ReasonDefinition(
-                    prompt=tuple(parts), output_schema=output_schema, max_attempts=max_attempts
+                    prompt=tuple(parts),
+                    output_schema=output_schema,
+                    max_attempts=max_attempts,
+                    asks=asks,
+                    gate=gate,
+                ),
+            )
+        )
+
+    def input(
+        self,
+        node_id: str,
+        schema: InputSchema,
+        *prompt: str | NodeRef,
+        timeout: str | None = None,
+        on_timeout: Literal["reject", "default", "halt"] | None = None,
+        default: Any = None,
+    ) -> PlanSketch:
+        """An input request asking ``prompt`` with ``schema`` (strings become text parts)."""
+        parts: list[PromptPart] = [TextPart(text=p) if isinstance(p, str) else p for p in prompt]
+        return self.add(
+            InputNode(
+                id=node_id,
+                definition=InputDefinition(
+                    prompt=tuple(parts),
+                    schema_=schema,
+                    timeout=timeout,
+                    on_timeout=on_timeout,
+                    default=default,
                 ),
             )
         )
@@ -473,6 +513,8 @@ async def run_in_process(
     on_halt: Callable[[Dispatch], HaltDecision] | None = None,
     stop_when: Callable[[RunEngine], InterruptionCause | None] | None = None,
     max_attempts: int = 5,
+    on_gate: Callable[[Waiting], PendingGateDecision | None] | None = None,
+    autonomous: bool = False,
 ) -> tuple[list[RunEvent], RunProjection]:
     """Run a plan in this process against scripted tools; return its log and its projection.
 
@@ -494,6 +536,9 @@ async def run_in_process(
         stop_when: Checked after every settlement; a cause it returns stops the run.
         max_attempts: Attempts of a frame that may be repeated, before a lost or transient
             outcome settles it.
+        on_gate: Decides each gate request as it opens (``None`` from it: no decision, and a
+            run that can only wait for one then fails; in process nothing else decides).
+        autonomous: Autonomous mode (approval gates the plan opens to it approve themselves).
 
     Raises:
         InvalidRunInputError: the input is refused (nothing was recorded).
@@ -547,7 +592,13 @@ async def run_in_process(
     )
     retry = RetrySettings(maximum_attempts=max_attempts)
     driver = RunDriver(
-        engine, port, retry, inbox, on_halt=on_halt or (lambda dispatch: "abort")
+        engine,
+        port,
+        retry,
+        inbox,
+        on_halt=on_halt or (lambda dispatch: "abort"),
+        on_gate=on_gate,
+        autonomous=autonomous,
     )
     await driver.run()
     events = expand_log(log)

@@ -157,6 +157,26 @@ __all__ = [
     "Verdict",
     "WireModel",
     "tuples_as_lists",
+    "InputChoice",
+    "TextInput",
+    "ChoiceInput",
+    "FormField",
+    "FormInput",
+    "FileInput",
+    "InputSchema",
+    "ApprovalGate",
+    "AskPolicy",
+    "GateKind",
+    "InputDefinition",
+    "InputNode",
+    "Question",
+    "GateDecision",
+    "GateOutcome",
+    "GateRequest",
+    "GateOpened",
+    "GateDecided",
+    "GateTimedOut",
+    "FrameGates",
 ]
 
 
@@ -189,7 +209,9 @@ ValueMap = Annotated[dict[str, Any], ValueSchema("none", mapping=True)]
 """Named encodable values (an output item's fields, a step's args)."""
 
 PlanState = Literal["editable", "reviewable", "executable"]
-PlanNodeKind = Literal["entry", "call", "reason", "transform", "branch", "select", "join"]
+PlanNodeKind = Literal[
+    "entry", "call", "reason", "transform", "branch", "select", "join", "input"
+]
 AuthorityVerb = Literal["list", "read", "create", "update", "delete"]
 EdgeHandle = str
 """``always``, ``match``, ``no_match``, ``default``, ``error`` or ``case_<label>``."""
@@ -296,6 +318,124 @@ class NodeBudget(WireModel):
 
 
 # --------------------------------------------------------------------------------------------
+# Gates: where a run pauses for a person (approvals, input requests, a model's questions)
+# --------------------------------------------------------------------------------------------
+
+
+class InputChoice(WireModel):
+    """One option of a ``choice`` input, or of a form field of type ``choice``."""
+
+    id: str
+    label: str
+    description: str | None = None
+
+
+class TextInput(WireModel):
+    """Plain text: the response is one string (the item's field ``text``)."""
+
+    kind: Literal["text"] = "text"
+    multiline: bool | None = None
+
+
+class ChoiceInput(WireModel):
+    """A discrete choice: one option's id (field ``choice``), or a list of ids (``choices``)."""
+
+    kind: Literal["choice"] = "choice"
+    options: tuple[InputChoice, ...] = ()
+    multiple: bool | None = None
+
+
+class FormField(WireModel):
+    """One field of a form: the response item holds it under its ``id``.
+
+    ``text``, ``textarea`` and ``date`` (``YYYY-MM-DD``) are strings, ``number`` a number,
+    ``boolean`` a boolean, ``choice`` one option's id, ``file`` a file reference (see
+    :class:`FileInput`). A field not ``required`` may be left out of the response.
+    """
+
+    id: str
+    label: str
+    type: Literal["text", "textarea", "number", "choice", "file", "date", "boolean"]
+    required: bool | None = None
+    options: tuple[InputChoice, ...] | None = None
+    accept: tuple[str, ...] | None = None
+
+
+class FormInput(WireModel):
+    """A structured form: one item whose fields are the form's field ids."""
+
+    kind: Literal["form"] = "form"
+    fields: tuple[FormField, ...] = ()
+
+
+class FileInput(WireModel):
+    """A file, given by reference (the bytes never enter the run's log).
+
+    The response is ``{name, size, mediaType, uri}`` (with ``multiple``, a list of those under
+    ``files``): where the file is, and what it is. ``accept`` lists file extensions
+    (``.pdf``) or media types (``image/png``, ``image/*``); ``maxSize`` caps ``size`` in bytes.
+    """
+
+    kind: Literal["file"] = "file"
+    accept: tuple[str, ...] | None = None
+    max_size: int | None = None
+    multiple: bool | None = None
+
+
+InputSchema = Annotated[
+    TextInput | ChoiceInput | FormInput | FileInput, Field(discriminator="kind")
+]
+"""What a person is asked for (seed 001's ``InputSchema``): text, a choice, a form or a file."""
+
+
+class ApprovalGate(WireModel):
+    """A pause for a person's approval: plan content, digested and approved with the plan.
+
+    ``on: arguments`` (a ``call`` only) pauses before the call runs, with its arguments resolved:
+    the approver sees exactly what it will send, the decision binds their digest, and the call
+    runs with what was approved. Arguments named in ``editable`` may be changed by the approver
+    (within the tool's declared input shape); the decision records both versions.
+
+    ``on: result`` pauses after the node produced its output (a ``call``, ``reason`` or
+    ``transform``): the output is held until approved; a rejection (with feedback) settles the
+    frame ``failed``, so its ``error`` edges apply.
+
+    ``timeout`` (``PT30M``, ``90s``, ``15m``, ``2h``, ``1d``) bounds the wait; ``onTimeout`` says
+    what it means: ``reject`` (settle failed) or ``halt`` (the run halts ``gate_timeout``,
+    ruling 18; the default). A timeout is recorded as a timeout, never as consent.
+    ``autonomous`` lets a run started in autonomous mode approve this gate by itself (recorded
+    as automatic); without it, autonomous mode still waits here.
+    """
+
+    on: Literal["arguments", "result"]
+    summary: str | None = None
+    """What the approver is asked, in a line (shown with the request)."""
+    editable: tuple[str, ...] | None = None
+    timeout: str | None = None
+    on_timeout: Literal["reject", "halt"] | None = None
+    autonomous: bool | None = None
+
+
+class AskPolicy(WireModel):
+    """A reason node that may ask questions before it answers (seed 002's questionnaires).
+
+    The model may call a second tool, ``ask_questions``, instead of answering; the run then
+    waits for a person's answers, and the same conversation goes on with them, at most
+    ``maxRounds`` times (after that only an answer is accepted). Questions are never answered
+    automatically. ``timeout`` and ``onTimeout`` as for :class:`ApprovalGate`.
+    """
+
+    max_rounds: int
+    timeout: str | None = None
+    on_timeout: Literal["reject", "halt"] | None = None
+
+
+GateKind = Literal["arguments", "result", "input", "questions"]
+"""Which pause: before a call, of a result, an input request, or a model's questions."""
+
+
+
+# --------------------------------------------------------------------------------------------
 # Node definitions
 # --------------------------------------------------------------------------------------------
 
@@ -322,6 +462,8 @@ class CallDefinition(WireModel):
     """Output paths this tool is trusted to sanitise; the only way taint is cleared."""
     budget: NodeBudget | None = Field(default=None, exclude_if=lambda v: v is None)
     """The node's own token and wall-time budget (additive; absent when not declared)."""
+    gate: ApprovalGate | None = None
+    """Where the run pauses for a person's approval (before the call, or of its result)."""
 
 
 class TextPart(WireModel):
@@ -343,6 +485,10 @@ class ReasonDefinition(WireModel):
     max_attempts: int
     budget: NodeBudget | None = Field(default=None, exclude_if=lambda v: v is None)
     """The node's own token and wall-time budget (additive; absent when not declared)."""
+    asks: AskPolicy | None = None
+    """Whether (and how many times) the model may ask a person questions before answering."""
+    gate: ApprovalGate | None = None
+    """A pause for a person's approval of the answer (``on: result``)."""
 
 
 class TransformStep(WireModel):
@@ -374,6 +520,8 @@ class TransformDefinition(WireModel):
     output: tuple[DeclaredField, ...] = ()
     budget: NodeBudget | None = Field(default=None, exclude_if=lambda v: v is None)
     """The node's own token and wall-time budget (additive; absent when not declared)."""
+    gate: ApprovalGate | None = None
+    """A pause for a person's approval of the result (``on: result``)."""
 
 
 class BranchDefinition(WireModel):
@@ -423,8 +571,28 @@ class JoinDefinition(WireModel):
         return 1 if strategy == "any" else strategy.quorum
 
 
+class InputDefinition(WireModel):
+    """An input request: the run asks a person, and their response is the node's output.
+
+    ``prompt`` is shown with the widget ``schema`` describes (its references are resolved
+    when the frame runs, as a reason node's are). The response is checked against ``schema``
+    and becomes the node's one output item; its fields are derived from the schema (see
+    :mod:`orchestration.plan.gates`), so references to them are checked at freeze. Nothing
+    answers an input request automatically. ``timeout`` and ``onTimeout`` bound the wait:
+    ``reject`` (settle failed), ``default`` (``default`` is the response, checked against the
+    schema at freeze) or ``halt`` (the run halts ``gate_timeout``; the default).
+    """
+
+    prompt: tuple[PromptPart, ...] = ()
+    schema_: InputSchema = Field(alias="schema")
+    timeout: str | None = None
+    on_timeout: Literal["reject", "default", "halt"] | None = None
+    default: EncodableValue = None
+
+
 NodeDefinition = (
     EntryDefinition
+    | InputDefinition
     | CallDefinition
     | ReasonDefinition
     | TransformDefinition
@@ -494,8 +662,22 @@ class JoinNode(_NodeBase):
     definition: JoinDefinition = Field(default_factory=JoinDefinition)
 
 
+class InputNode(_NodeBase):
+    """An input node: a request for a person's input, whose response is the output."""
+
+    kind: Literal["input"] = "input"
+    definition: InputDefinition
+
+
 PlanNode = Annotated[
-    EntryNode | CallNode | ReasonNode | TransformNode | BranchNode | SelectNode | JoinNode,
+    EntryNode
+    | CallNode
+    | ReasonNode
+    | TransformNode
+    | BranchNode
+    | SelectNode
+    | JoinNode
+    | InputNode,
     Field(discriminator="kind"),
 ]
 """A node: identity, phase label, and exactly one kind-specific definition."""
@@ -1077,10 +1259,14 @@ RetryReason = Literal[
 * ``operator_retry``: an operator answered a halted frame with ``retry``.
 """
 
-AttemptResult = Literal["ok", "failed", "lost", "skipped"]
-"""How one attempt ended: a result, a failure, no outcome at all (lost), or a scripted skip."""
+AttemptResult = Literal["ok", "failed", "lost", "skipped", "asked"]
+"""How one attempt ended: a result, a failure, no outcome at all (lost), a scripted skip, or
+questions to a person instead of an answer (a reason node that may ask; the frame waits, and
+its next attempt goes on from the same conversation)."""
 
-ModelTurnOutcome = Literal["accepted", "invalid", "malformed", "no_tool_call", "refused"]
+ModelTurnOutcome = Literal["accepted", "invalid", "malformed", "no_tool_call", "refused", "asked"]
+"""How a model turn ended; ``asked``: the model asked a person questions instead of answering
+(a reason node that may ask)."""
 
 
 class ModelTurn(WireModel):
@@ -1407,6 +1593,105 @@ class AttemptEnded(WireModel):
     at: str
 
 
+class Question(WireModel):
+    """One question a reason node's model asked, with the widget its answer needs."""
+
+    id: str
+    prompt: str
+    schema_: InputSchema = Field(alias="schema")
+
+
+GateDecision = Literal["approved", "rejected", "answered"]
+"""What a person decided at a gate: approved (or edited and approved), rejected, or answered."""
+
+GateOutcome = Literal["approved", "rejected", "answered", "timed_out", "abandoned"]
+"""How a request closed: a decision, its timeout, or the run ending while it was open."""
+
+
+class GateRequest(WireModel):
+    """One request a gate made of a person, and what became of it.
+
+    Seed 001's ``Approval`` and ``InputRequest`` in one record: what was asked (the resolved
+    ``args`` and their ``digest`` before a call, the held ``items`` of a result, the ``prompt``
+    and ``schema`` of an input request, the model's ``questions``) and, once closed, how: who
+    decided, when, with what feedback, whether automatically, what was edited. An input
+    request's response is the node's output (in ``outputs``), never repeated here; a question
+    round's ``answers`` are, since they are part of the conversation and no output.
+
+    Attributes:
+        request: Its number among the frame's requests, from 1.
+        gate: Which pause it is.
+        requested_at: When it opened.
+        deadline: When it times out (``None``: never).
+        outcome: ``None`` while open.
+        edited_args: The arguments as the approver changed them (``args`` keeps what was
+            proposed); ``ran_digest`` is the digest of what was approved to run.
+
+    """
+
+    request: int
+    gate: GateKind
+    requested_at: str
+    summary: str | None = None
+    args: ValueMap | None = None
+    digest: str | None = None
+    editable: tuple[str, ...] | None = None
+    items: tuple[OutputItem, ...] | None = None
+    prompt: str | None = None
+    schema_: InputSchema | None = Field(default=None, alias="schema")
+    questions: tuple[Question, ...] | None = None
+    deadline: str | None = None
+    outcome: GateOutcome | None = None
+    decided_at: str | None = None
+    decided_by: str | None = None
+    automatic: bool | None = None
+    feedback: str | None = None
+    edited_args: ValueMap | None = None
+    ran_digest: str | None = None
+    answers: ValueMap | None = None
+    on_timeout: Literal["reject", "default", "halt"] | None = None
+
+
+class GateOpened(WireModel):
+    """A gate opened a request (additive to the contract): the run waits for a person there."""
+
+    kind: Literal["gate_opened"] = "gate_opened"
+    frame: FrameRef
+    request: GateRequest
+    at: str
+
+
+class GateDecided(WireModel):
+    """A person (or, where the plan allows it, autonomous mode) decided an open request.
+
+    ``args`` are the edited arguments when the approver changed them, ``digest`` the digest of
+    the arguments that run; ``answers`` a question round's answers. An input request's response
+    is not here: it is the frame's output, in the ``node_settled`` that follows.
+    """
+
+    kind: Literal["gate_decided"] = "gate_decided"
+    frame: FrameRef
+    request: int
+    decision: GateDecision
+    decided_by: str
+    automatic: bool = False
+    feedback: str | None = None
+    args: ValueMap | None = None
+    digest: str | None = None
+    answers: ValueMap | None = None
+    at: str
+
+
+class GateTimedOut(WireModel):
+    """An open request reached its deadline; ``policy`` is what that meant (never consent)."""
+
+    kind: Literal["gate_timed_out"] = "gate_timed_out"
+    frame: FrameRef
+    request: int
+    policy: Literal["reject", "default", "halt"]
+    at: str
+
+
 RunEvent = Annotated[
     RunStarted
     | NodeEntered
@@ -1415,7 +1700,10 @@ RunEvent = Annotated[
     | FrontierSnapshot
     | RunInterrupted
     | RunSettled
-    | AttemptEnded,
+    | AttemptEnded
+    | GateOpened
+    | GateDecided
+    | GateTimedOut,
     Field(discriminator="kind"),
 ]
 """The persisted run log's entries; ``fold_run`` derives a projection from these alone."""
@@ -1434,6 +1722,20 @@ class EdgeTakenRecord(WireModel):
     edge_id: str
     handle: EdgeHandle
     evidence: EncodableValue = None
+
+
+class FrameGates(WireModel):
+    """One frame's gates as the fold sees them: whether it waits, and every request in order.
+
+    ``status`` is seed 001's node status while a request is open (``awaiting_approval`` for an
+    approval, ``awaiting_input`` for an input request or questions), else ``closed``;
+    ``current`` is the open request; ``history`` every request, oldest first, the open one last.
+    """
+
+    node_id: str
+    status: Literal["awaiting_approval", "awaiting_input", "closed"]
+    current: GateRequest | None = None
+    history: tuple[GateRequest, ...] = ()
 
 
 class RunProjection(WireModel):
@@ -1468,3 +1770,5 @@ class RunProjection(WireModel):
     liveness: dict[str, FrameLiveness] = Field(default_factory=dict)
     """Each in-flight frame's liveness, by frame key: filled by a reader that observes the host
     (``fold_run`` reads only history and leaves it empty; additive)."""
+    gates: dict[str, FrameGates] = Field(default_factory=dict)
+    """Every frame that met a gate, by frame key: its status and its requests (additive)."""

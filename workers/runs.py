@@ -24,11 +24,17 @@ and heartbeat timeout, judged by :mod:`orchestration.run.liveness`. An activity 
 timeout has fired is no longer pending, yet the run has not acted on it until a worker runs its
 next workflow task: until then it is still in flight for the run, and ``stalled``
 (:func:`unresolved_timeouts` finds it in the newest history events).
+
+Gates are decided through the workflow's ``decide`` and ``answer`` updates
+(:meth:`TemporalRuns.decide`), under an update id derived from the frame, the request and the
+decision's content: sending the same decision again (a retry after a lost connection) is
+answered by the server from the first, never applied twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
@@ -52,7 +58,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from orchestration.errors import RunNotFoundError, RunRefusedError
+from orchestration.errors import GateRefusedError, RunNotFoundError, RunRefusedError
 from orchestration.review.ui_details import run_details, run_summary
 from orchestration.run.admission import admit
 from orchestration.run.expand import expand_log, project_log
@@ -60,13 +66,17 @@ from orchestration.run.liveness import liveness_of
 from orchestration.run.local import utc_now
 from orchestration.run.log import LogEnd, LogEntry
 from orchestration.run.messages import (
+    GateAck,
+    GateApproval,
     LogPage,
+    PendingGateDecision,
     PlanRef,
     PlanRunInput,
     PlanRunResult,
     ResolveDecision,
     RunSettings,
     RunStatus,
+    WaitingGate,
     workflow_id_for,
 )
 from orchestration.store.base import ClaimOk, PlanStore
@@ -449,3 +459,41 @@ class TemporalRuns:
             cause = exc.cause
             raise RunRefusedError("not_halted", str(getattr(cause, "message", cause))) from exc
         return answer
+
+    async def waiting(self, plan_id: str) -> list[WaitingGate]:
+        """What the open run waits for at its gates (the ``waiting`` query; needs a worker)."""
+        handle = self.client.get_workflow_handle(workflow_id_for(plan_id))
+        result: list[WaitingGate] = await handle.query("waiting", result_type=list[WaitingGate])
+        return result
+
+    async def decide(self, plan_id: str, decision: PendingGateDecision) -> GateAck:
+        """Decide a gate of the open run (update ``decide`` or ``answer``).
+
+        The update id is derived from the frame, the request and the decision, so the same
+        decision sent twice is answered once by the server; a request left unnamed is the one
+        open now.
+
+        Raises:
+            GateRefusedError: the workflow's validator refused it (nothing entered history).
+        """
+        if decision.request is None:
+            open_now = {g.frame_key: g.request.request for g in await self.waiting(plan_id)}
+            if decision.frame_key in open_now:
+                decision = decision.model_copy(update={"request": open_now[decision.frame_key]})
+        body = decision.model_dump_json(by_alias=True).encode()
+        update_id = (
+            f"gate/{decision.frame_key}/{decision.request or 0}/"
+            f"{hashlib.sha256(body).hexdigest()[:16]}"
+        )
+        name = "decide" if isinstance(decision, GateApproval) else "answer"
+        handle = self.client.get_workflow_handle(workflow_id_for(plan_id))
+        try:
+            ack: GateAck = await handle.execute_update(
+                name, decision, id=update_id, result_type=GateAck
+            )
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            code = getattr(cause, "type", None) or "gate_refused"
+            raise GateRefusedError(code, str(getattr(cause, "message", cause))) from exc
+        return ack
+

@@ -34,7 +34,7 @@ from orchestration.tools.contracts import PredicateEvaluator
 from orchestration.tools.pricing import PriceTable
 from orchestration.tools.reasoning import Reasoner
 from orchestration.tools.toolbox import Toolbox
-from workflows.externs import RunServices
+from workflows.externs import RunServices, ToolShapes
 from workflows.plan_run import PlanRun
 from workflows.signatures import SignedApprovalsOnly
 
@@ -193,7 +193,11 @@ def build_worker(
         runs.fast_tools,
         *extra_activities,
     ]
-    interceptors = [*options.pop("interceptors", ()), RunServices(store)]
+    interceptors = [
+        *options.pop("interceptors", ()),
+        RunServices(store),
+        ToolShapes(work.check_args),
+    ]
     if approval_keys:
         activities.append(ApprovalVerifier(approval_keys).verify)
         interceptors.append(SignedApprovalsOnly())

@@ -13,6 +13,10 @@ workflow code) instead of activities:
   entries of a run's log, which are never rewritten (appends are idempotent by position), so
   the same call reads the same entries on every replay. ``upto`` comes from the claim, which is
   recorded in history.
+* ``orchestration.check_args(tool, args) -> str | None``: why the worker's tool refuses an
+  approver's edited arguments (:class:`ToolShapes`). Called only by the ``decide`` update's
+  validator, which never runs on replay, so it may read the worker's configuration.
+
 A worker registers them with :class:`RunServices` (an interceptor); so does a replayer that
 rebuilds logs. :class:`RunServices` also refuses a ``PlanRun`` started with more than one
 argument, which the workflow itself never sees (the SDK would fail its task for ever).
@@ -38,10 +42,11 @@ from orchestration.run.log import LogEntry
 from orchestration.store.base import PlanStore
 from orchestration.types import RawPlanView
 
-__all__ = ["LOAD_LOG", "LOAD_PLAN", "RunServices"]
+__all__ = ["CHECK_ARGS", "LOAD_LOG", "LOAD_PLAN", "RunServices", "ToolShapes"]
 
 LOAD_PLAN = "orchestration.load_plan"
 LOAD_LOG = "orchestration.load_log"
+CHECK_ARGS = "orchestration.check_args"
 
 T = TypeVar("T")
 
@@ -106,6 +111,25 @@ class RunServices(Interceptor):
         input.unsafe_extern_functions[LOAD_PLAN] = self.load_plan
         input.unsafe_extern_functions[LOAD_LOG] = self.load_log
         return _OneArgument
+
+
+class ToolShapes(Interceptor):
+    """Registers ``orchestration.check_args``: the worker's tools judge an approver's edit.
+
+    Args:
+        check: ``(tool, args) -> problem`` (the worker's ``FrameWork.check_args``).
+
+    """
+
+    def __init__(self, check: Callable[[str, Any], str | None]) -> None:
+        self.check = check
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
+        """Register the extern (no interceptor class of its own)."""
+        input.unsafe_extern_functions[CHECK_ARGS] = self.check
+        return None
 
 
 class _OneArgument(WorkflowInboundInterceptor):

@@ -18,8 +18,20 @@ the workflow's own lives in one module per job:
   (:class:`~orchestration.run.checkpoint.Checkpoint`), the counts and the plan by reference;
 * :mod:`workflows.attributes`: the search attributes and the build the run shows outside.
 
-This module keeps the workflow definition, its handlers (signal ``stop``, update ``resolve``,
-queries ``events`` and ``status``) and the flow: gate, loop, continue as new or finish.
+This module keeps the workflow definition, its handlers (signal ``stop``, updates ``resolve``,
+``decide`` and ``answer``, queries ``events``, ``status`` and ``waiting``) and the flow: gate,
+loop, continue as new or finish.
+
+**Gates** (a person's approval or input, in the plan) are decided through the ``decide`` and
+``answer`` updates. Their validators check a decision with the hosts' shared rules
+(:func:`~orchestration.run.gates.check_decision`: the request must be open, decided once, the
+response must fit its schema, an edit must be one the plan allows and the tool takes), so a
+refused decision never enters history; an accepted one waits in its handler until the loop
+has applied it, and answers what became of it (applied, or skipped when it no longer applies).
+A repeated update id is answered by the server from the first, so a client may retry. The
+arguments of an update travel through the payload codec like every payload, and nothing here
+logs them. Waiting is workflow state and, with a deadline, a durable timer: no worker slot is
+held, and a worker's death or a server restart changes nothing.
 
 **Close statuses tell the truth**: ``completed`` completes; ``halted`` and ``aborted`` fail the
 execution with a non-retryable failure whose type names the outcome and whose message names
@@ -56,17 +68,24 @@ with workflow.unsafe.imports_passed_through():
     # The pure core is deterministic by construction and by test; passing it through spares
     # re-importing its models for every run (see workers.worker.PASSED_THROUGH). This
     # package's modules are workflow code that must be shared the same way.
+    from orchestration.errors import GateRefusedError
     from orchestration.run.checkpoint import Checkpoint
     from orchestration.run.driver import Inbox, RunDriver
     from orchestration.run.engine.machine import RunEngine
+    from orchestration.run.gates import check_decision, waiting_gates
     from orchestration.run.log import LogEntry
     from orchestration.run.messages import (
+        GateAck,
+        GateAnswer,
+        GateApproval,
         LogPage,
+        PendingGateDecision,
         PlanRef,
         PlanRunInput,
         PlanRunResult,
         ResolveDecision,
         RunStatus,
+        WaitingGate,
     )
     from orchestration.types import InterruptionCause, OperatorStop, RawPlanView
     from workflows.attributes import (
@@ -77,6 +96,7 @@ with workflow.unsafe.imports_passed_through():
         VERSIONING_BEHAVIOR,
         current_build,
     )
+    from workflows.externs import CHECK_ARGS
     from workflows.gate import NO_INPUT, admit, approved_digest, decode, load_view
     from workflows.port import WorkflowPort, fast_tools, iso
     from workflows.segment import PAGE_LIMIT, Segment
@@ -106,6 +126,7 @@ class PlanRun:
         self._claimed = False
         self._build: str | None = None
         self._heartbeat_seconds: float | None = None
+        self._gate_updates = 0
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -137,14 +158,30 @@ class PlanRun:
                 on_cancel=self._on_cancel,
                 before_wait=self._mirror_while_waiting,
             )
-            driver = RunDriver(engine, port, request.settings.retry, self._inbox)
+            driver = RunDriver(
+                engine,
+                port,
+                request.settings.retry,
+                self._inbox,
+                autonomous=request.settings.autonomous,
+            )
             if await driver.run() == "checkpoint":
                 checkpoint = engine.checkpoint(iso(workflow.now()))
                 self._record(engine.drain())
                 await self._mirror()
+                await self._handlers_finished()
                 workflow.continue_as_new(self._continuation(request, loaded, checkpoint))
         await self._mirror()
+        await self._handlers_finished()
         return self._finish(request, engine)
+
+    async def _handlers_finished(self) -> None:
+        """Let every ``decide``/``answer`` handler answer before the execution closes.
+
+        Only when one ran: a run without gate decisions records nothing new here.
+        """
+        if self._gate_updates:
+            await workflow.wait_condition(workflow.all_handlers_finished)
 
     def _record(self, entries: list[LogEntry]) -> None:
         """Append to the log; while frames are halted, say so in the run's current details."""
@@ -156,6 +193,11 @@ class PlanRun:
             workflow.set_current_details(
                 f"waiting for an operator: {', '.join(engine.halted)} halted "
                 "(`orch run resolve PLAN FRAME retry|skip|abort`)"
+            )
+        elif engine is not None and engine.waiting:
+            workflow.set_current_details(
+                f"waiting for a person at a gate: {', '.join(engine.waiting)} (`orch run gates "
+                "PLAN`, then `orch run decide` or `orch run answer`)"
             )
 
     def _on_cancel(self) -> None:
@@ -169,14 +211,15 @@ class PlanRun:
     async def _mirror_while_waiting(self) -> None:
         """Mirror before the loop waits, so the store's copy keeps up with a live run.
 
-        The whole log when a frame waits for an operator (a run can wait for days, and the
-        store's copy is what a reader sees without a worker), else the tail once it is a few
-        thousand entries long. Histories recorded before this mirror existed replay without it.
+        The whole log when a frame waits for an operator or a person at a gate (a run can wait
+        for days, and the store's copy is what a reader sees without a worker: ``orch run
+        gates`` reads it), else the tail once it is a few thousand entries long. Histories
+        recorded before this mirror existed replay without it.
         """
         engine = self._engine
         if not self._claimed or engine is None or not workflow.patched("mirror-while-waiting"):
             return
-        await self._segment.mirror(everything=bool(engine.halted))
+        await self._segment.mirror(everything=bool(engine.halted or engine.waiting))
 
     def _continuation(
         self, request: PlanRunInput, view: RawPlanView, checkpoint: Checkpoint
@@ -245,6 +288,76 @@ class PlanRun:
                 type="not_halted",
             )
 
+    # -- gates -------------------------------------------------------------------------------
+
+    @workflow.update(
+        description="Decide a gate: approve (optionally with edited arguments, bound to the "
+        "digest shown) or reject with feedback; answers what became of the decision."
+    )
+    async def decide(self, decision: GateApproval) -> GateAck:
+        """Approve or reject an open approval request (or decline an input request)."""
+        return await self._submit(decision)
+
+    @decide.validator
+    def _validate_decide(self, decision: GateApproval) -> None:
+        self._check(decision)
+
+    @workflow.update(
+        description="Answer an input request (a response that fits its schema) or a model's "
+        "questions ({question id: answer}); answers what became of it, never the response."
+    )
+    async def answer(self, answer: GateAnswer) -> GateAck:
+        """Answer an open input request or a reason node's questions."""
+        return await self._submit(answer)
+
+    @answer.validator
+    def _validate_answer(self, answer: GateAnswer) -> None:
+        self._check(answer)
+
+    def _check(self, decision: PendingGateDecision) -> None:
+        """Refuse (before anything enters history) what the shared rules refuse."""
+        engine = self._engine
+        if engine is None:
+            raise ApplicationError(
+                "the run has not started yet; nothing waits at a gate", type="gate_not_open"
+            )
+        check = workflow.extern_functions().get(CHECK_ARGS)
+        try:
+            check_decision(engine, decision, pending=self._inbox.gates, check_args=check)
+        except GateRefusedError as exc:
+            raise ApplicationError(exc.message, type=exc.code) from None
+
+    async def _submit(self, decision: PendingGateDecision) -> GateAck:
+        """Hand an accepted decision to the loop and answer what became of it."""
+        engine = self._engine
+        assert engine is not None
+        self._gate_updates += 1
+        info = workflow.current_update_info()
+        ident = info.id if info is not None and info.id else f"gate-{self._gate_updates}"
+        inbox = self._inbox
+        if inbox.closed is None:
+            try:
+                skipped = check_decision(engine, decision, pending=inbox.gates)
+            except GateRefusedError as exc:
+                skipped = GateAck(
+                    applied=False,
+                    frame_key=decision.frame_key,
+                    request=engine.gate_status(decision.frame_key).request,
+                    outcome="skipped",
+                    reason=exc.message,
+                )
+            if skipped is not None:
+                return skipped
+        inbox.submit_gate(ident, decision)
+        await workflow.wait_condition(lambda: ident in inbox.acks)
+        return inbox.acks.pop(ident)
+
+    @workflow.query(description="The requests the run waits at: what each asks, its deadline.")
+    def waiting(self) -> list[WaitingGate]:
+        """The open gate requests, oldest first."""
+        engine = self._engine
+        return [] if engine is None else waiting_gates(engine)
+
     @workflow.query(
         description="Compact log entries from global index `since` (this "
         "execution's; earlier ones are in the plan store), at most `limit`."
@@ -266,6 +379,7 @@ class PlanRun:
             steps=engine.steps,
             in_flight=engine.in_flight,
             halted=engine.halted,
+            waiting=engine.waiting,
             stopping=engine.stopping,
             segment=self._segment.number,
             build=self._build,

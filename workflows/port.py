@@ -10,7 +10,10 @@ inside a workflow, and how the run waits:
 * a ``reason`` and a ``transform`` are an activity each;
 * a ``branch`` or ``select`` is decided inline by the deterministic cells, or by the worker's
   other cells in the ``plan.evaluate`` local activity;
-* a retry's backoff is a durable timer, a wait is ``workflow.wait_condition``.
+* a retry's backoff is a durable timer, a wait is ``workflow.wait_condition``, and a wait
+  bounded by a gate's deadline is ``wait_condition`` with a timeout: a durable timer, so a
+  run waiting for a person holds no worker slot, and a worker that dies or a server that
+  restarts meanwhile changes nothing.
 
 Determinism: every attempt is one activity execution of one attempt (the loop retries, not
 Temporal), with ``activity_id = <frame key>#<attempt>``: replaying a history against code that
@@ -27,6 +30,7 @@ sandbox does not check it: it reads no clock, randomness or environment except t
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,6 +52,7 @@ from orchestration.run.driver import (
     call_request,
     decided,
     evaluate_request,
+    reason_attempt,
     reason_request,
     transform_request,
 )
@@ -193,15 +198,27 @@ class WorkflowPort:
         """A retry's backoff, as a durable timer."""
         await workflow.sleep(timedelta(seconds=seconds), summary="retry backoff")
 
-    async def wait_until(self, ready: Callable[[], bool]) -> None:
-        """Wait for ``ready()``; a cancellation ends the wait as a ``TurnAbort`` stop instead.
+    async def wait_until(self, ready: Callable[[], bool], timeout: float | None = None) -> None:
+        """Wait for ``ready()``, or ``timeout`` seconds (a durable timer).
 
-        The loop then stops the run gracefully, so the log records why it ended.
+        A cancellation ends the wait as a ``TurnAbort`` stop instead; the loop then stops the
+        run gracefully, so the log records why it ended. Without a timeout no timer is made
+        (what every run without gate deadlines records).
         """
         try:
             if self._before_wait is not None and not ready():
                 await self._before_wait()
-            await workflow.wait_condition(ready)
+            if timeout is None:
+                await workflow.wait_condition(ready)
+            else:
+                try:
+                    await workflow.wait_condition(
+                        ready,
+                        timeout=timedelta(seconds=timeout),
+                        timeout_summary="a gate's deadline",
+                    )
+                except builtins.TimeoutError:
+                    return
         except BaseException as exc:
             if not is_cancelled_exception(exc):
                 raise
@@ -270,7 +287,7 @@ class WorkflowPort:
                     result_type=ReasonResponse,
                     **self._remote(d, f"{node.id} · reason", allowance),
                 )
-                return Succeeded(items=answer.items, usage=answer.usage())
+                return reason_attempt(answer)
             if node.kind == "transform":
                 transform = transform_request(
                     d, self.view, plan_id=self.plan_id, run_id=self.run_id

@@ -18,7 +18,9 @@ clock, randomness or environment, and its state lives in instances a run owns.
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.common import MetricMeter
 
+from orchestration.plan.gates import seconds_until
 from orchestration.run.checkpoint import Checkpoint
 from orchestration.run.log import (
     LogAttempt,
@@ -26,6 +28,9 @@ from orchestration.run.log import (
     LogEnd,
     LogEnter,
     LogEntry,
+    LogGateDecided,
+    LogGateOpen,
+    LogGateTimeout,
     LogInterrupt,
     LogSettle,
     LogStart,
@@ -67,6 +72,7 @@ class Segment:
         self.number = 1
         self.counts = {"ok": 0, "failed": 0, "skipped": 0}
         self._kinds: dict[int, str] = {}
+        self._gates: dict[tuple[int, int], LogGateOpen] = {}
 
     def continue_from(self, continued: ContinuedRun) -> None:
         """Go on from the execution before this one, which carried ``continued`` (:meth:`carry`)."""
@@ -77,11 +83,20 @@ class Segment:
             "failed": continued.failed,
             "skipped": continued.skipped,
         }
+        for frame in continued.checkpoint.frames:
+            opened = frame.gate.open if frame.gate is not None else None
+            if opened is not None:
+                self._gates[(opened.frame, opened.request)] = opened
 
     def resume_after(self, previous: list[LogEntry]) -> None:
         """Go on from a resumed run's log: start after ``previous``, which is already stored."""
         self.offset = self.mirrored = len(previous)
         self.counts = counts_of(previous)
+        for entry in previous:
+            if isinstance(entry, LogGateOpen):
+                self._gates[(entry.frame, entry.request)] = entry
+            elif isinstance(entry, LogGateDecided | LogGateTimeout):
+                self._gates.pop((entry.frame, entry.request), None)
 
     @property
     def total(self) -> int:
@@ -103,7 +118,7 @@ class Segment:
         """Append ``entries``, counting their settlements and, once, on the worker's metrics."""
         if not entries:
             return
-        _count(entries, self._kinds)
+        _count(entries, self._kinds, self._gates)
         for entry in entries:
             if type(entry) is LogSettle:
                 self.counts[entry.status] += 1
@@ -166,7 +181,11 @@ def counts_of(log: list[LogEntry]) -> dict[str, int]:
     return counts
 
 
-def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
+def _count(
+    entries: list[LogEntry],
+    kinds: dict[int, str],
+    gates: dict[tuple[int, int], LogGateOpen] | None = None,
+) -> None:
     """Count log entries on the worker's metrics (kinds: each frame's node kind, kept here).
 
     ``workflow.metric_meter()`` records nothing while a workflow task replays, so each fact is
@@ -178,9 +197,18 @@ def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
     first attempt's reason being ``first``), ``plan_model_tokens`` (by ``direction``: input or
     output) and ``plan_attempt_cost_usd`` (a histogram of each priced attempt's cost: its sum is
     what the runs spent); and ``plan_budgets_exhausted`` (by ``budget``) when a run halts on one.
+
+    Gates: ``plan_gates_opened`` (by ``gate``), ``plan_gates_closed`` (by ``gate`` and
+    ``outcome``: approved, rejected, answered, timed_out), so the requests open now are the
+    difference; and ``plan_gate_wait_seconds`` (by ``gate``), the time each request waited
+    (``gates`` keeps the open ones, carried across continue-as-new and resume).
     """
     meter = workflow.metric_meter()
+    open_gates = gates if gates is not None else {}
     for entry in entries:
+        if isinstance(entry, LogGateOpen | LogGateDecided | LogGateTimeout):
+            _count_gate(meter, entry, open_gates)
+            continue
         if isinstance(entry, LogEdge):
             kinds[entry.frame] = entry.node_kind
         elif isinstance(entry, LogStart):
@@ -213,3 +241,24 @@ def _count(entries: list[LogEntry], kinds: dict[int, str]) -> None:
         elif isinstance(entry, LogInterrupt) and entry.cause.kind == "budget_exhausted":
             budget = getattr(entry.cause, "budget", None) or "maxSteps"
             meter.create_counter("plan_budgets_exhausted").add(1, {"budget": budget})
+
+
+def _count_gate(
+    meter: MetricMeter,
+    entry: LogGateOpen | LogGateDecided | LogGateTimeout,
+    open_gates: dict[tuple[int, int], LogGateOpen],
+) -> None:
+    key = (entry.frame, entry.request)
+    if isinstance(entry, LogGateOpen):
+        open_gates[key] = entry
+        meter.create_counter("plan_gates_opened").add(1, {"gate": entry.gate})
+        return
+    opened = open_gates.pop(key, None)
+    gate = opened.gate if opened is not None else "unknown"
+    outcome = entry.decision if isinstance(entry, LogGateDecided) else "timed_out"
+    meter.create_counter("plan_gates_closed").add(1, {"gate": gate, "outcome": outcome})
+    if opened is not None:
+        waited = max(0.0, seconds_until(entry.at, opened.at))
+        meter.create_histogram_float(
+            "plan_gate_wait_seconds", "seconds a gate request waited", "s"
+        ).record(waited, {"gate": gate})

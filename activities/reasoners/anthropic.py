@@ -6,10 +6,15 @@ attempts are replayed as the format expects: the assistant's ``tool_use`` block,
 message holding a ``tool_result`` (``is_error: true``) for that block's id with the feedback; an
 attempt that did not call the tool is replayed as the assistant's text and the feedback as the
 next user message. A ``stop_reason`` of ``refusal`` is the model refusing.
+
+A node that may still ask offers the questions tool too, with ``tool_choice: {type: "any"}``
+(one of the two must be called); each answered round of questions is replayed before the
+attempts, as the assistant's ``ask_questions`` block and a ``tool_result`` with the answers.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -17,7 +22,7 @@ import httpx
 from activities.reasoners.decode import decode_arguments
 from activities.reasoners.http import JsonPoster, ProviderSettings
 from orchestration.errors import ReasonerUnavailableError
-from orchestration.tools.reasoning import ReasonReply, ReasonTurn, TokenUsage
+from orchestration.tools.reasoning import ASK_TOOL, ReasonReply, ReasonTurn, TokenUsage
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesReasoner"]
 
@@ -55,6 +60,32 @@ class AnthropicMessagesReasoner:
         """The Messages request for ``turn``."""
         tool = turn.tool
         messages: list[dict[str, Any]] = [{"role": "user", "content": turn.prompt}]
+        for answered in turn.rounds:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": answered.call_id,
+                            "name": ASK_TOOL,
+                            "input": dict(answered.arguments),
+                        }
+                    ],
+                }
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": answered.call_id,
+                            "content": json.dumps({"answers": dict(answered.answers)}),
+                        }
+                    ],
+                }
+            )
         for rejected in turn.history:
             reply = rejected.reply
             if reply.tool_called and reply.call_id:
@@ -63,7 +94,12 @@ class AnthropicMessagesReasoner:
                     blocks.append({"type": "text", "text": reply.text})
                 arguments = reply.arguments if isinstance(reply.arguments, dict) else {}
                 blocks.append(
-                    {"type": "tool_use", "id": reply.call_id, "name": tool.name, "input": arguments}
+                    {
+                        "type": "tool_use",
+                        "id": reply.call_id,
+                        "name": reply.tool_name or tool.name,
+                        "input": arguments,
+                    }
                 )
                 messages.append({"role": "assistant", "content": blocks})
                 messages.append(
@@ -90,15 +126,20 @@ class AnthropicMessagesReasoner:
             "messages": messages,
             "tools": [
                 {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": dict(tool.input_schema),
+                    "name": each.name,
+                    "description": each.description,
+                    "input_schema": dict(each.input_schema),
                 }
+                for each in ([tool] if turn.ask is None else [tool, turn.ask])
             ],
-            "tool_choice": {"type": "tool", "name": tool.name},
+            "tool_choice": (
+                {"type": "tool", "name": tool.name} if turn.ask is None else {"type": "any"}
+            ),
         }
 
-    def parse(self, body: dict[str, Any], tool_name: str) -> ReasonReply:
+    def parse(
+        self, body: dict[str, Any], tool_name: str, ask_name: str | None = None
+    ) -> ReasonReply:
         """The reply a Messages response carries.
 
         Raises:
@@ -117,8 +158,9 @@ class AnthropicMessagesReasoner:
         text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
         if body.get("stop_reason") == "refusal":
             return ReasonReply(text=text, refusal=text or "refused", usage=usage, model=model)
+        names = {tool_name} if ask_name is None else {tool_name, ask_name}
         use = next(
-            (b for b in blocks if b.get("type") == "tool_use" and b.get("name") == tool_name),
+            (b for b in blocks if b.get("type") == "tool_use" and b.get("name") in names),
             None,
         )
         if use is None:
@@ -133,9 +175,10 @@ class AnthropicMessagesReasoner:
             text=text,
             usage=usage,
             model=model,
+            tool_name=str(use.get("name") or tool_name),
         )
 
     async def turn(self, turn: ReasonTurn) -> ReasonReply:
         """One Messages request for ``turn``."""
         body = await self._http.post("/v1/messages", self.request_body(turn))
-        return self.parse(body, turn.tool.name)
+        return self.parse(body, turn.tool.name, turn.ask.name if turn.ask is not None else None)

@@ -6,6 +6,10 @@ attempts are replayed as the conversation the format expects: the assistant's to
 ``tool`` message (answering that call's id) carrying the feedback; an attempt that did not call
 the tool is replayed as the assistant's text followed by the feedback as a user message.
 
+A node that may still ask offers the questions tool too, with ``tool_choice: "required"`` (one
+of the two must be called); each answered round of questions is replayed before the attempts,
+as the assistant's ``ask_questions`` call and a ``tool`` message holding the answers.
+
 Local servers that implement the same API (vLLM, llama.cpp's server, Ollama's OpenAI endpoint)
 work with their own ``base_url``; the key is optional.
 """
@@ -20,7 +24,7 @@ import httpx
 from activities.reasoners.decode import decode_arguments
 from activities.reasoners.http import JsonPoster, ProviderSettings
 from orchestration.errors import ReasonerUnavailableError
-from orchestration.tools.reasoning import ReasonReply, ReasonTurn, TokenUsage
+from orchestration.tools.reasoning import ASK_TOOL, ReasonReply, ReasonTurn, TokenUsage
 
 __all__ = ["OpenAIChatReasoner"]
 
@@ -58,6 +62,30 @@ class OpenAIChatReasoner:
             {"role": "system", "content": turn.system},
             {"role": "user", "content": turn.prompt},
         ]
+        for answered in turn.rounds:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": answered.call_id,
+                            "type": "function",
+                            "function": {
+                                "name": ASK_TOOL,
+                                "arguments": json.dumps(dict(answered.arguments)),
+                            },
+                        }
+                    ],
+                }
+            )
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": answered.call_id,
+                    "content": json.dumps({"answers": dict(answered.answers)}),
+                }
+            )
         for rejected in turn.history:
             reply = rejected.reply
             if reply.tool_called and reply.call_id:
@@ -72,7 +100,10 @@ class OpenAIChatReasoner:
                             {
                                 "id": reply.call_id,
                                 "type": "function",
-                                "function": {"name": tool.name, "arguments": arguments},
+                                "function": {
+                                    "name": reply.tool_name or tool.name,
+                                    "arguments": arguments,
+                                },
                             }
                         ],
                     }
@@ -84,6 +115,7 @@ class OpenAIChatReasoner:
                 said = reply.refusal or reply.text or "(no answer)"
                 messages.append({"role": "assistant", "content": said})
                 messages.append({"role": "user", "content": rejected.feedback})
+        offered = [tool] if turn.ask is None else [tool, turn.ask]
         return {
             "model": self.settings.model,
             "messages": messages,
@@ -91,16 +123,23 @@ class OpenAIChatReasoner:
                 {
                     "type": "function",
                     "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": dict(tool.input_schema),
+                        "name": each.name,
+                        "description": each.description,
+                        "parameters": dict(each.input_schema),
                     },
                 }
+                for each in offered
             ],
-            "tool_choice": {"type": "function", "function": {"name": tool.name}},
+            "tool_choice": (
+                {"type": "function", "function": {"name": tool.name}}
+                if turn.ask is None
+                else "required"
+            ),
         }
 
-    def parse(self, body: dict[str, Any], tool_name: str) -> ReasonReply:
+    def parse(
+        self, body: dict[str, Any], tool_name: str, ask_name: str | None = None
+    ) -> ReasonReply:
         """The reply a Chat Completions response carries.
 
         Raises:
@@ -124,7 +163,8 @@ class OpenAIChatReasoner:
         if not refusal and choice.get("finish_reason") == "content_filter":
             refusal = "the provider's content filter stopped the answer"
         calls = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
-        call = next((c for c in calls if (c.get("function") or {}).get("name") == tool_name), None)
+        names = {tool_name} if ask_name is None else {tool_name, ask_name}
+        call = next((c for c in calls if (c.get("function") or {}).get("name") in names), None)
         if call is None or refusal:
             return ReasonReply(text=str(text), refusal=refusal or None, usage=usage, model=model)
         raw = (call.get("function") or {}).get("arguments")
@@ -138,9 +178,10 @@ class OpenAIChatReasoner:
             text=str(text),
             usage=usage,
             model=model,
+            tool_name=str((call.get("function") or {}).get("name") or tool_name),
         )
 
     async def turn(self, turn: ReasonTurn) -> ReasonReply:
         """One Chat Completions request for ``turn``."""
         body = await self._http.post("/chat/completions", self.request_body(turn))
-        return self.parse(body, turn.tool.name)
+        return self.parse(body, turn.tool.name, turn.ask.name if turn.ask is not None else None)

@@ -269,6 +269,15 @@ _FIXES: dict[str, str] = {
     "codec_key": "set ORCH_CODEC_KEYS to the keys the workers use (id:base64key, comma "
     "separated, oldest first)",
     "codec_decrypt_failed": "set ORCH_CODEC_KEYS to the keys the workers encrypt with",
+    "gate_not_open": "list what waits with `orch run gates {plan}`",
+    "gate_already_decided": "read what was decided with `orch run show {plan} --render`",
+    "invalid_response": "send a response that fits the request (see `orch run gates {plan}`)",
+    "stale_arguments": "read the request again with `orch run gates {plan}` and decide on what "
+    "it shows",
+    "edit_not_allowed": "approve the arguments as shown, or reject them",
+    "invalid_arguments": "change the arguments so the tool takes them",
+    "answer_required": "answer it with `orch run answer`, or reject it to decline",
+    "not_an_input_gate": "approve or reject it with `orch run decide`",
 }
 """The fix for library refusals whose message says what happened but not what to do."""
 

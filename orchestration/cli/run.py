@@ -1,5 +1,8 @@
 """``orch run``: start a plan's one run, watch it, read it, stop it, answer a halted call.
 
+The gates where a run waits for a person are listed and answered by ``run gates``, ``run
+decide`` and ``run answer`` (:mod:`orchestration.cli.gates`).
+
 These commands talk to a Temporal server (``--address``, env ``TEMPORAL_ADDRESS``) on which a
 worker polls ``--task-queue`` (env ``ORCH_TASK_QUEUE``, default ``plans``): ``orch dev`` starts
 both on this machine.
@@ -24,6 +27,7 @@ from orchestration.cli.common import (
     run_async,
 )
 from orchestration.cli.failures import outcome_exit
+from orchestration.cli.gates import register_gates
 from orchestration.cli.progress import describe_events, describe_run, follow_run
 from orchestration.cli.run_list import register_list
 from orchestration.cli.temporal import add_temporal_flags, connect_client
@@ -129,8 +133,7 @@ def register(commands: Any) -> None:
     graph.add_argument("--output", "-o", metavar="PATH", help="write to PATH instead of stdout")
 
     register_list(sub)
-
-    for parser, handler in (
+    handlers: list[tuple[argparse.ArgumentParser, Any]] = [
         (start, _start),
         (resume, _resume),
         (start_input, _start_input),
@@ -140,7 +143,10 @@ def register(commands: Any) -> None:
         (stop, _stop),
         (resolve, _resolve),
         (graph, _graph),
-    ):
+    ]
+    register_gates(sub, handlers)
+
+    for parser, handler in handlers:
         add_store_flag(parser)
         add_temporal_flags(parser)
         add_json_flag(parser)

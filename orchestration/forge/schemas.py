@@ -18,6 +18,7 @@ from orchestration.types import (
     BranchDefinition,
     CallDefinition,
     EntryDefinition,
+    InputDefinition,
     JoinDefinition,
     PlanBounds,
     PlanNodeKind,
@@ -47,6 +48,7 @@ KINDS: tuple[PlanNodeKind, ...] = (
     "branch",
     "select",
     "join",
+    "input",
 )
 
 DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
@@ -57,6 +59,7 @@ DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
     "branch": BranchDefinition,
     "select": SelectDefinition,
     "join": JoinDefinition,
+    "input": InputDefinition,
 }
 
 PLAN_ID: dict[str, Any] = {

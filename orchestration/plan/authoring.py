@@ -36,6 +36,8 @@ from orchestration.run.routes import BranchId
 from orchestration.types import (
     AddEdgeOp,
     AddNodeOp,
+    ApprovalGate,
+    AskPolicy,
     AuthorityClaim,
     AuthorityVerb,
     BranchDefinition,
@@ -47,6 +49,9 @@ from orchestration.types import (
     EmitValue,
     EntryDefinition,
     EntryNode,
+    InputDefinition,
+    InputNode,
+    InputSchema,
     JoinDefinition,
     JoinNode,
     JoinQuorum,
@@ -183,12 +188,16 @@ class PlanAuthor:
         on_indeterminate: Literal["retry", "halt", "skip"] | None = None,
         on_missing_value: Literal["fail", "omit"] | None = "fail",
         declassifies: Sequence[str] | None = None,
+        gate: ApprovalGate | None = None,
         phase: str | None = None,
         budget: NodeBudget | None = None,
     ) -> AddNodeOp:
         """Add a staged tool call. ``replay_safe`` and ``on_indeterminate`` have no default.
 
         ``budget`` is the call's own wall time (``maxSeconds``; plan content, digested).
+
+        ``gate`` pauses the run for a person's approval before the call (``on: arguments``)
+        or of its result (``on: result``).
         """
         definition = CallDefinition(
             tool=tool,
@@ -200,6 +209,7 @@ class PlanAuthor:
             on_missing_value=on_missing_value,
             declassifies=None if declassifies is None else tuple(declassifies),
             budget=budget,
+            gate=gate,
         )
         return self.add_node(CallNode(id=node_id, phase=phase, definition=definition))
 
@@ -210,16 +220,25 @@ class PlanAuthor:
         prompt: Sequence[PromptPart | str],
         output_schema: str,
         max_attempts: int = 3,
+        asks: AskPolicy | None = None,
+        gate: ApprovalGate | None = None,
         phase: str | None = None,
         budget: NodeBudget | None = None,
     ) -> AddNodeOp:
         """Add a reason node; plain strings in ``prompt`` become literal text parts.
 
         ``budget`` is the node's own token and wall-time budget (plan content, digested).
+        ``asks`` lets the model ask a person questions before it answers; ``gate`` holds its
+        answer for a person's approval.
         """
         parts = tuple(TextPart(text=p) if isinstance(p, str) else p for p in prompt)
         definition = ReasonDefinition(
-            prompt=parts, output_schema=output_schema, max_attempts=max_attempts, budget=budget
+            prompt=parts,
+            output_schema=output_schema,
+            max_attempts=max_attempts,
+            budget=budget,
+            asks=asks,
+            gate=gate,
         )
         return self.add_node(ReasonNode(id=node_id, phase=phase, definition=definition))
 
@@ -247,6 +266,24 @@ class PlanAuthor:
             source=source, steps=step_models, emit=emit, output=tuple(output)
         )
         return self.add_node(TransformNode(id=node_id, phase=phase, definition=definition))
+
+    def input(
+        self,
+        node_id: str,
+        *,
+        prompt: Sequence[PromptPart | str],
+        schema: InputSchema,
+        timeout: str | None = None,
+        on_timeout: Literal["reject", "default", "halt"] | None = None,
+        default: Any = None,
+        phase: str | None = None,
+    ) -> AddNodeOp:
+        """Add an input request: the run asks a person, and the response is the output."""
+        parts = tuple(TextPart(text=p) if isinstance(p, str) else p for p in prompt)
+        definition = InputDefinition(
+            prompt=parts, schema_=schema, timeout=timeout, on_timeout=on_timeout, default=default
+        )
+        return self.add_node(InputNode(id=node_id, phase=phase, definition=definition))
 
     def branch(
         self,

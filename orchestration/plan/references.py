@@ -1,14 +1,16 @@
 """Where a plan's nodes read each other: reference sites, and the fields a node declares.
 
-A ``NodeRef`` may sit in three places only: anywhere inside a call's ``args``, as a part of a
-reason node's ``prompt``, and as a transform's ``source``. (Predicates and step arguments are
-plain encodable values by type, so they cannot hold one.) Freeze, taint and the renderer all
-walk the same sites through :func:`reference_sites`, so they cannot disagree on what a node
-reads.
+A ``NodeRef`` may sit in four places only: anywhere inside a call's ``args``, as a part of a
+reason node's or an input request's ``prompt``, and as a transform's ``source``. (Predicates
+and step arguments are plain encodable values by type, so they cannot hold one.) Freeze, taint
+and the renderer all walk the same sites through :func:`reference_sites`, so they cannot
+disagree on what a node reads.
 
 A reference's ``path`` is checkable at freeze only against what the target *declares*: an
 entry's ``input``, a call's or transform's ``output``, a join's provenance fields (``via``,
-``from``, ``branch``), or the properties of a reason node's output schema. :func:`field_space`
+``from``, ``branch``), the fields an input request's schema yields
+(:func:`~orchestration.plan.gates.input_paths`), or the properties of a reason node's output
+schema. :func:`field_space`
 gives that declaration for any node.
 """
 
@@ -20,9 +22,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from orchestration.plan.encoding import NodeRef
+from orchestration.plan.gates import input_paths
 from orchestration.types import (
     CallDefinition,
     EntryDefinition,
+    InputDefinition,
     PlanNode,
     ReasonDefinition,
     TransformDefinition,
@@ -63,7 +67,7 @@ def reference_sites(node: PlanNode) -> list[RefSite]:
         for key, value in definition.args.items():
             _collect(value, f"args.{key}", sites)
         return sites
-    if isinstance(definition, ReasonDefinition):
+    if isinstance(definition, ReasonDefinition | InputDefinition):
         return [
             RefSite(f"prompt[{i}]", part)
             for i, part in enumerate(definition.prompt)
@@ -139,6 +143,8 @@ def field_space(node: PlanNode) -> FieldSpace:
         return FieldSpace("fields", tuple(f.path for f in definition.output))
     if node.kind == "join":
         return FieldSpace("fields", JOIN_FIELDS)
+    if isinstance(definition, InputDefinition):
+        return FieldSpace("fields", input_paths(definition.schema_))
     if isinstance(definition, ReasonDefinition):
         schema = decode_output_schema(definition.output_schema)
         properties = schema.get("properties") if schema is not None else None

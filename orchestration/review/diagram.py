@@ -55,6 +55,7 @@ _MERMAID_SHAPES: dict[str, tuple[str, str]] = {
     "branch": ('{"', '"}'),
     "select": ('{{"', '"}}'),
     "join": ('(("', '"))'),
+    "input": ('[\\"', '"\\]'),
 }
 
 _DOT_SHAPES: dict[str, str] = {
@@ -65,6 +66,7 @@ _DOT_SHAPES: dict[str, str] = {
     "branch": 'shape=diamond, style="filled"',
     "select": 'shape=hexagon, style="filled"',
     "join": 'shape=circle, style="filled"',
+    "input": 'shape=invhouse, style="filled"',
 }
 
 _TAKEN_COLOUR = "#2e7d32"

@@ -18,6 +18,11 @@ Two views of the same layout: ``as_planned`` is what an operator approves; ``as_
 with the contract's interruption labels) in the header, each node's status after its title,
 each edge the run took marked with its evidence, and each reference followed by the value it
 read (``⇒ ...``). No heading is printed without a body under it.
+
+Every pause a node makes (an approval before a call or of a result, an input request, a
+model's questions) is stated in its block (:mod:`orchestration.review.gate_text`); as
+executed, each request is listed with what became of it, and the header names the command
+that answers a request still open.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any, Literal
 from orchestration.plan.encoding import NodeRef, ParamRef
 from orchestration.plan.graph import PlanStructure, layout_order
 from orchestration.review.approval import authority_set, claim_key, describe_claim
+from orchestration.review.gate_text import gate_lines, request_lines, waiting_lines
 from orchestration.review.render_run import (
     budget_bounds,
     describe_budget,
@@ -51,6 +57,7 @@ from orchestration.types import (
     EntryDefinition,
     EnumField,
     FieldChange,
+    InputDefinition,
     InterruptionCause,
     JoinDefinition,
     NodeOutput,
@@ -212,6 +219,7 @@ def _header(view: RawPlanView, audience: Audience, run: RunProjection | None) ->
                 f"waiting for you: call {frame.node_id} has an unknown outcome; answer it with "
                 f"`orch run resolve {view.plan_id} {frame.key} retry|skip|abort`"
             )
+        lines += waiting_lines(run, view.plan_id)
     return [*lines, ""]
 
 
@@ -378,11 +386,20 @@ def _node_block(
             f"{_INDENT}condition ({d.evaluator} cell): {format_value(d.predicate)}"
         )
         lines.append(f"{_INDENT}cases: {', '.join(d.cases) if d.cases else '(none)'}")
+    elif isinstance(d, InputDefinition):
+        lines.append(f"{_INDENT}prompt:" if d.prompt else f"{_INDENT}prompt: (empty)")
+        for part in d.prompt:
+            if isinstance(part, TextPart):
+                lines.append(f"{_INDENT}  text: {json.dumps(part.text, ensure_ascii=False)}")
+            else:
+                lines.append(f"{_INDENT}  reads: {_describe(part, audience, outputs)}")
     elif node.kind == "join":
         lines += _join(structure, index, d)
     lines += node_budget(node)
+    lines += gate_lines(node, _INDENT)
     if run is not None:
         lines += executed_lines(run, node)
+        lines += request_lines(run, node.id, _INDENT + "  ")
     lines += _next(structure, index, steps, run)
     return lines
 

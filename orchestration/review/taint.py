@@ -1,6 +1,8 @@
 """Taint: which output fields carry data that entered through a run's input.
 
 A run's input is the taint origin: every value in it is tainted, and taint follows references.
+An input request's response is input too (a person typed it while the run waited), so an
+``input`` node is an origin as well.
 A node that reads a tainted field (through a call's ``args``, a reason node's ``prompt`` or a
 transform's ``source``) produces tainted output: all of it, except that a call may assert in
 ``declassifies`` which of its output fields its tool sanitises; those fields, and only those,
@@ -55,10 +57,11 @@ class TaintedArgument:
     call: str
     site: RefSite
     hops: tuple[TaintHop, ...]
+    origin: str = "run input"
 
     def route(self) -> str:
         """The taint route in prose: ``run input entry.city → a.args.q; a.out → b.args.x``."""
-        return "run input " + "; ".join(hop.describe() for hop in self.hops)
+        return f"{self.origin} " + "; ".join(hop.describe() for hop in self.hops)
 
 
 def _declassifying(node: PlanNode) -> CallDefinition | None:
@@ -128,7 +131,7 @@ class TaintAnalysis:
                 readers.setdefault(site.ref.node, []).append((reader, site))
         work: list[str] = []
         for node_id, node in self.nodes.items():
-            if node.kind == "entry":
+            if node.kind == "entry" or node.kind == "input":
                 self.tainted[node_id] = "all"
                 work.append(node_id)
         while work:
@@ -166,5 +169,8 @@ def tainted_arguments(
         for site in taint.sites[node_id]:
             if taint.reads_taint(site.ref):
                 hop = TaintHop(site.ref.node, site.ref.path, node_id, site.location)
-                found.append(TaintedArgument(node_id, site, (*taint.route_to(site.ref.node), hop)))
+                hops = (*taint.route_to(site.ref.node), hop)
+                first = taint.nodes.get(hops[0].source)
+                origin = "input request" if first is not None and first.kind == "input" else None
+                found.append(TaintedArgument(node_id, site, hops, origin or "run input"))
     return found

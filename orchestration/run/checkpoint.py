@@ -17,6 +17,12 @@ that, in a size that does not grow with how long the run has been going:
 * **Tables by reference.** Live frames that share a table (every frame of a fan-out) point to
   one carried table.
 
+* **Open gates.** A frame waiting for a person carries its open request as recorded (what was
+  asked, its deadline), so the continued execution waits at the same request; a call approved
+  before it ran carries its approved arguments, and a reason frame its rounds of questions.
+  Every gated frame's last request number and outcome travel too, so a decision that comes
+  late is still told it no longer applies.
+
 The plan itself is not carried: the continued execution loads it by id and digest.
 
 Also carried, additively (absent from the wire form when empty, so an older checkpoint reads
@@ -48,17 +54,21 @@ from orchestration.predicates.structured import (
 from orchestration.run.budgets import Spend
 from orchestration.run.engine.builders import edge_segment
 from orchestration.run.engine.compiled import CompiledPlan
+from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.state import Barrier, Frame, Items
-from orchestration.run.restore import RestoredRun
+from orchestration.run.log import AskedRound, LogGateOpen
+from orchestration.run.restore import RestoredGate, RestoredRun
 from orchestration.run.routes import Route, edge_token, segments_key
 from orchestration.run.tables import FrameTable
 from orchestration.types import (
     ArtifactHandle,
     BranchNode,
+    GateOutcome,
     OutputItem,
     PlanNode,
     SelectNode,
     UsageTotals,
+    ValueMap,
     WireModel,
 )
 
@@ -83,6 +93,24 @@ class CarriedArtifact(WireModel):
     """Whether its producer's output traces back to a model (``None``: not known)."""
 
 
+class CarriedGate(WireModel):
+    """A frontier frame's gates: the request it waits at, what was approved, its rounds."""
+
+    open: LogGateOpen | None = None
+    approved: ValueMap | None = None
+    rounds: tuple[AskedRound, ...] = ()
+    tries_before: int = 0
+    attempt: int = 0
+
+
+class CarriedHistory(WireModel):
+    """A gated frame's last request and how it closed (``None``: it is open)."""
+
+    key: str
+    request: int
+    outcome: GateOutcome | None = None
+
+
 class CarriedFrame(WireModel):
     """A frontier frame: its number, its tables (indexes into ``Checkpoint.tables``)."""
 
@@ -90,6 +118,7 @@ class CarriedFrame(WireModel):
     outputs: int
     artifacts: int
     reentry: bool = False
+    gate: CarriedGate | None = None
 
 
 class CarriedBarrier(WireModel):
@@ -116,6 +145,7 @@ class Checkpoint(WireModel):
         barriers: The open barriers, in the order they opened.
         spent: What the run's attempts spent on models so far (absent: nothing).
         node_spent: The same per node id (bounded by the plan's size).
+        gate_history: Every gated frame's last request and how it closed.
 
     """
 
@@ -131,6 +161,7 @@ class Checkpoint(WireModel):
     barriers: tuple[CarriedBarrier, ...] = ()
     spent: UsageTotals | None = Field(default=None, exclude_if=lambda v: v is None)
     node_spent: dict[str, UsageTotals] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    gate_history: tuple[CarriedHistory, ...] = ()
 
 
 # -- what may still be read --------------------------------------------------------------------
@@ -310,8 +341,11 @@ def make_checkpoint(
     barriers: list[Barrier],
     spent: UsageTotals | None = None,
     node_spent: dict[str, UsageTotals] | None = None,
+    waiting: Mapping[str, Waiting] | None = None,
+    gate_history: Mapping[str, tuple[int, GateOutcome | None]] | None = None,
 ) -> Checkpoint:
     """The checkpoint of a frontier with nothing in flight (see the module docstring)."""
+    waits = waiting or {}
     starts = [f.node_id for f in frames] + [b.facts.node_id for b in barriers]
     needed = readable_nodes(plan, starts)
     tables: list[tuple[int, ...]] = []
@@ -348,11 +382,22 @@ def make_checkpoint(
 
     def carried(frame: Frame) -> CarriedFrame:
         routes.append(frame.route)
+        gate: CarriedGate | None = None
+        parked = waits.get(frame.ident)
+        if parked is not None or frame.approved is not None or frame.rounds:
+            gate = CarriedGate(
+                open=parked.request if parked is not None else None,
+                approved=None if frame.approved is None else dict(frame.approved),
+                rounds=frame.rounds,
+                tries_before=frame.tries_before,
+                attempt=frame.attempt,
+            )
         return CarriedFrame(
             frame=frame.number,
             outputs=carry(frame.outputs, outputs, False),
             artifacts=carry(frame.artifacts, artifacts, True),
             reentry=frame.reentry,
+            gate=gate,
         )
 
     carried_frames = tuple(carried(f) for f in frames)
@@ -380,6 +425,10 @@ def make_checkpoint(
         barriers=tuple(carried_barriers),
         spent=spent,
         node_spent=node_spent or {},
+        gate_history=tuple(
+            CarriedHistory(key=key, request=request, outcome=outcome)
+            for key, (request, outcome) in (gate_history or {}).items()
+        ),
     )
 
 
@@ -446,6 +495,17 @@ def restore_checkpoint(checkpoint: Checkpoint, plan: CompiledPlan) -> RestoredRu
         node_spend={node: Spend.of(t) for node, t in checkpoint.node_spent.items()},
     )
     run.frames = [(frame(f), False) for f in checkpoint.frames]
+    for carried_frame in checkpoint.frames:
+        gate = carried_frame.gate
+        if gate is not None:
+            run.gates[carried_frame.frame] = RestoredGate(
+                open=gate.open,
+                approved=None if gate.approved is None else dict(gate.approved),
+                rounds=gate.rounds,
+                tries_before=gate.tries_before,
+                attempt=gate.attempt,
+            )
+    run.gate_history = {h.key: (h.request, h.outcome) for h in checkpoint.gate_history}
     for carried_barrier in checkpoint.barriers:
         barrier = Barrier(plan.join(carried_barrier.node), route(carried_barrier.fork))
         for arrival in carried_barrier.arrivals:

@@ -26,6 +26,14 @@ halts ``budget_exhausted`` as a stop would end it (the failure stands, a lost ca
 attempt is given what is left of its budgets (:class:`~orchestration.run.budgets.Allowance`):
 its timeout is cut to the frame's remaining wall time, and a reason attempt stops between
 model turns once its tokens or cost are spent.
+
+**Gates.** A frame that waits for a person holds no slot of the window and no worker: the loop
+waits for the inbox (decisions arrive there from updates or calls, already checked by
+:func:`~orchestration.run.gates.check_decision`) or for the earliest request's deadline (the
+port's timed wait: a durable timer on Temporal, an asyncio timer in process). Each turn it
+applies decisions first, then timeouts that are due, so a decision accepted before its
+deadline is never lost to it; autonomous mode approves what the plan opens to it as soon as a
+request opens. What each of these means is :mod:`orchestration.run.gates`' (both hosts call it).
 """
 
 from __future__ import annotations
@@ -36,14 +44,32 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from orchestration.errors import EngineStateError
+from orchestration.plan.gates import seconds_until
 from orchestration.run.budgets import Allowance
+from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.machine import RunEngine
-from orchestration.run.engine.results import Decided, Dispatch, Failed, Skipped, Succeeded
+from orchestration.run.engine.results import (
+    Asked,
+    Decided,
+    Dispatch,
+    Failed,
+    Skipped,
+    Succeeded,
+)
+from orchestration.run.gates import (
+    ArgsCheck,
+    apply_decision,
+    autonomous_approves,
+    check_decision,
+)
 from orchestration.run.log import LogEntry
 from orchestration.run.messages import (
     CallRequest,
     EvaluateRequest,
+    GateAck,
+    PendingGateDecision,
     ReasonRequest,
+    ReasonResponse,
     RetrySettings,
     TransformRequest,
 )
@@ -75,6 +101,7 @@ from orchestration.types import (
 )
 
 __all__ = [
+    "AUTONOMOUS",
     "Decision",
     "DriverEnd",
     "HostPort",
@@ -83,12 +110,19 @@ __all__ = [
     "call_request",
     "decided",
     "evaluate_request",
+    "reason_attempt",
     "reason_request",
     "transform_request",
 ]
 
 DriverEnd = Literal["settled", "checkpoint"]
 Decision = Literal["retry", "skip", "abort"]
+
+AUTONOMOUS = "autonomous"
+"""Who decided, for a decision autonomous mode made (recorded as automatic too)."""
+
+_EARLY = 0.001
+"""A deadline this close (seconds) counts as come: timers fire at, not after, the instant."""
 
 
 class HostPort(Protocol):
@@ -111,8 +145,11 @@ class HostPort(Protocol):
         """Wait before a retry (a durable timer in a workflow)."""
         ...
 
-    async def wait_until(self, ready: Callable[[], bool]) -> None:
+    async def wait_until(self, ready: Callable[[], bool], timeout: float | None = None) -> None:
         """Return once ``ready()`` holds (re-checked whenever something happens).
+
+        With ``timeout`` (seconds), return when it passes even if ``ready()`` does not hold:
+        a gate's deadline (a durable timer on Temporal). Without one, no timer is made.
 
         A host that is cancelled while waiting records the cancellation in the driver's
         :class:`Inbox` (``stop = TurnAbort()``) and returns instead of raising.
@@ -130,14 +167,44 @@ class HostPort(Protocol):
 
 @dataclass
 class Inbox:
-    """What arrives from outside a running run: a stop, and decisions on halted frames."""
+    """What arrives from outside a running run: a stop, decisions on halted frames and gates.
+
+    A gate decision is submitted once it passed :func:`~orchestration.run.gates.check_decision`
+    (at most one per frame at a time), under an id (an update id); the loop applies it and
+    leaves its :class:`~orchestration.run.messages.GateAck` in :attr:`acks` under that id.
+    Once the loop has returned (:attr:`closed` says why), what comes later is acknowledged as
+    skipped at once.
+    """
 
     stop: InterruptionCause | None = None
     decisions: dict[str, Decision] = field(default_factory=dict)
+    gates: dict[str, tuple[str, PendingGateDecision]] = field(default_factory=dict)
+    acks: dict[str, GateAck] = field(default_factory=dict)
+    closed: str | None = None
 
     def decide(self, key: str, decision: Decision) -> None:
         """Record an operator's decision for the halted frame ``key``."""
         self.decisions[key] = decision
+
+    def submit_gate(self, ident: str, decision: PendingGateDecision) -> None:
+        """Hand the loop a checked decision on a gate (acknowledged under ``ident``)."""
+        if self.closed is not None:
+            self.acks[ident] = GateAck(
+                applied=False,
+                frame_key=decision.frame_key,
+                request=decision.request or 0,
+                outcome="skipped",
+                reason=self.closed,
+            )
+            return
+        self.gates[decision.frame_key] = (ident, decision)
+
+    def close(self, reason: str) -> None:
+        """The loop takes no more decisions: skip what waits, and whatever comes later."""
+        self.closed = reason
+        pending, self.gates = self.gates, {}
+        for ident, decision in pending.values():
+            self.submit_gate(ident, decision)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +227,10 @@ class RunDriver:
         inbox: Stops and operator decisions (the host fills it from signals, updates or calls).
         on_halt: Asked once for each frame that halts; a decision it returns is applied as an
             operator's would be (``None``: wait for one in the inbox).
+        on_gate: Asked once for each request a gate opens; a decision it returns is checked
+            and applied as a person's would be (``None``: wait for one in the inbox).
+        autonomous: Autonomous mode: approve by itself what the plan opens to it.
+        check_args: Checks an approver's edited arguments against the tool's input shape.
 
     """
 
@@ -171,12 +242,19 @@ class RunDriver:
         inbox: Inbox | None = None,
         *,
         on_halt: Callable[[Dispatch], Decision | None] | None = None,
+        on_gate: Callable[[Waiting], PendingGateDecision | None] | None = None,
+        autonomous: bool = False,
+        check_args: ArgsCheck | None = None,
     ) -> None:
         self.engine = engine
         self.port = port
         self.retry = retry
         self.inbox = inbox or Inbox()
         self.on_halt = on_halt
+        self.on_gate = on_gate
+        self.autonomous = autonomous
+        self.check_args = check_args
+        self._offered: set[tuple[str, int]] = set()
         self._completed: list[_Completed] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._checkpointing = False
@@ -235,6 +313,7 @@ class RunDriver:
             self._completed
             or (inbox.stop is not None and engine.stopping is None and not engine.done)
             or any(key in engine.halted for key in inbox.decisions)
+            or bool(inbox.gates)
             or (not self._checkpointing and self.port.checkpoint_due())
         )
 
@@ -256,25 +335,39 @@ class RunDriver:
             if stop is not None and engine.stopping is None:
                 engine.stop(stop, now())
             self._apply_decisions()
+            self._apply_gate_decisions()
+            self._apply_timeouts()
             if not self._checkpointing and self.port.checkpoint_due():
                 self._checkpointing = True
             if not self._checkpointing:
-                at = now()
-                for dispatch in engine.ready(at):
-                    self._launch(dispatch, allowance=engine.allowance(dispatch.key, at))
+                while True:
+                    at = now()
+                    for dispatch in engine.ready(at):
+                        self._launch(dispatch, allowance=engine.allowance(dispatch.key, at))
+                    if not self._offer_gates():
+                        break
             self._flush()
             if engine.done:
                 break
             if self._checkpointing and not engine.in_flight and engine.stopping is None:
-                return "checkpoint"
-            if not engine.in_flight and not engine.halted and self.inbox.stop is None:
-                raise EngineStateError(
-                    "the run can make no progress: nothing is in flight, halted or ready"
+                self.inbox.close(
+                    "the run continues in a new execution; send the decision again"
                 )
-            await self.port.wait_until(self._has_news)
+                return "checkpoint"
+            if (
+                not engine.in_flight
+                and not engine.halted
+                and not engine.waiting
+                and self.inbox.stop is None
+            ):
+                raise EngineStateError(
+                    "the run can make no progress: nothing is in flight, halted, waiting or ready"
+                )
+            await self.port.wait_until(self._has_news, self._next_deadline())
             self._settle_completed()
             self._flush()
         self._flush()
+        self.inbox.close("the run has ended")
         return "settled"
 
     # -- outcomes ---------------------------------------------------------------------------
@@ -302,6 +395,8 @@ class RunDriver:
             error = ErrorInfo(name=outcome.name, message=outcome.message)
         elif isinstance(outcome, Lost):
             result, error = "lost", lost_error(outcome)
+        elif isinstance(outcome, Asked):
+            result, usage = "asked", outcome.usage
         else:
             result = "skipped"
         origins = (engine.origins_of(key) or None) if dispatch.attempt == 1 else None
@@ -328,12 +423,15 @@ class RunDriver:
         if engine.done or key not in engine.in_flight:
             return
         self._record_attempt(dispatch, outcome, started, reason)
+        if isinstance(outcome, Asked):
+            engine.ask(key, outcome, now())
+            return
         if isinstance(outcome, Failed) and outcome.kind == "budget":
             # The attempt stopped between model turns: its budget is spent.
             engine.stop(self._budget_cause(key, outcome), now())
             engine.settle(key, outcome, now())
             return
-        verdict = after_attempt(dispatch.node, dispatch.attempt, outcome, self.retry)
+        verdict = after_attempt(dispatch.node, dispatch.tries, outcome, self.retry)
         if isinstance(verdict, Settle):
             engine.settle(key, verdict.result, now())
         elif isinstance(verdict, Retry):
@@ -392,6 +490,65 @@ class RunDriver:
             lost = Lost("found entered and unsettled when the run resumed", "unknown")
             self._decide(dispatch, lost, started, None)
 
+    # -- gates ------------------------------------------------------------------------------
+
+    def _apply_gate_decisions(self) -> None:
+        """Apply the decisions the inbox holds, in the order they arrived."""
+        inbox = self.inbox
+        if not inbox.gates:
+            return
+        pending, inbox.gates = inbox.gates, {}
+        for ident, decision in pending.values():
+            inbox.acks[ident] = apply_decision(
+                self.engine, decision, self.port.now(), check_args=self.check_args
+            )
+
+    def _apply_timeouts(self) -> None:
+        """Time out every open request whose deadline has come (in the order they opened)."""
+        engine = self.engine
+        gates = engine.open_gates()
+        if not gates:
+            return
+        now = self.port.now()
+        for waiting in gates:
+            deadline = waiting.deadline
+            if deadline is not None and seconds_until(deadline, now) <= _EARLY:
+                engine.time_out(waiting.key, now)
+
+    def _next_deadline(self) -> float | None:
+        """Seconds until the earliest open request times out (``None``: none will)."""
+        deadlines = [w.deadline for w in self.engine.open_gates() if w.deadline is not None]
+        if not deadlines:
+            return None
+        now = self.port.now()
+        return max(0.0, min(seconds_until(d, now) for d in deadlines))
+
+    def _offer_gates(self) -> bool:
+        """Offer each newly opened request to autonomous mode, then to ``on_gate``.
+
+        Returns whether a decision was applied (the loop then hands out what it released).
+        """
+        engine = self.engine
+        changed = False
+        for waiting in engine.open_gates():
+            mark = (waiting.key, waiting.request.request)
+            if mark in self._offered:
+                continue
+            self._offered.add(mark)
+            if autonomous_approves(waiting, self.autonomous):
+                engine.approve(waiting.key, AUTONOMOUS, self.port.now(), automatic=True)
+                changed = True
+                continue
+            if self.on_gate is None:
+                continue
+            decision = self.on_gate(waiting)
+            if decision is None:
+                continue
+            check_decision(engine, decision, check_args=self.check_args)
+            apply_decision(engine, decision, self.port.now(), check_args=self.check_args)
+            changed = True
+        return changed
+
     def _apply_decisions(self) -> None:
         engine, now, inbox = self.engine, self.port.now, self.inbox
         for key in list(inbox.decisions):
@@ -430,15 +587,22 @@ def call_request(
         output=definition.output,
         authority=definition.authority,
         approved_authority=approval.authority_set,
+        args_digest=dispatch.args_digest,
     )
 
 
 def reason_request(
     dispatch: Dispatch, *, plan_id: str, run_id: str, allowance: Allowance | None = None
 ) -> ReasonRequest:
-    """The request of a reason frame: its joined prompt and output schema (and its budgets)."""
+    """The request of a reason frame: its joined prompt and output schema (and its budgets).
+
+    A node that may ask carries how many rounds of questions are left and the rounds answered
+    so far, so the model goes on from the same conversation.
+    """
     node = dispatch.node
     assert isinstance(node, ReasonNode)
+    asks = node.definition.asks
+    rounds_left = 0 if asks is None else max(0, asks.max_rounds - len(dispatch.rounds))
     return ReasonRequest(
         plan_id=plan_id,
         run_id=run_id,
@@ -449,7 +613,16 @@ def reason_request(
         max_attempts=max(1, node.definition.max_attempts),
         max_tokens=None if allowance is None else allowance.tokens,
         max_cost_usd=None if allowance is None else allowance.cost_usd,
+        asks_left=rounds_left,
+        rounds=dispatch.rounds,
     )
+
+
+def reason_attempt(response: ReasonResponse) -> Succeeded | Asked:
+    """A reason activity's response as the attempt's outcome: an answer, or questions."""
+    if response.asked is not None:
+        return Asked(questions=response.asked, call=response.call, usage=response.usage())
+    return Succeeded(items=response.items, usage=response.usage())
 
 
 def transform_request(

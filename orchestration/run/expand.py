@@ -40,6 +40,9 @@ from orchestration.run.log import (
     LogEnd,
     LogEnter,
     LogEntry,
+    LogGateDecided,
+    LogGateOpen,
+    LogGateTimeout,
     LogInterrupt,
     LogSettle,
     LogSnapshot,
@@ -51,6 +54,9 @@ from orchestration.types import (
     ArtifactHandle,
     AttemptEnded,
     FrameRef,
+    GateDecided,
+    GateOpened,
+    GateTimedOut,
     NodeOutput,
     OutcomeFailed,
     OutcomeSkipped,
@@ -62,7 +68,7 @@ from orchestration.types import (
     RunStarted,
 )
 
-__all__ = ["LogExpander", "expand_log", "project_log"]
+__all__ = ["LogExpander", "expand_log", "gate_event", "project_log"]
 
 Outputs = Table[NodeOutput]
 Artifacts = Table[ArtifactHandle]
@@ -170,7 +176,8 @@ class LogExpander:
         """The contract event of one entry, or ``None``.
 
         ``None`` for ``merge`` (it only names a frame) and for a snapshot point when
-        ``snapshot`` is false (the entry is still read).
+        ``snapshot`` is false (the entry is still read). A gate entry gives its additive
+        event (:func:`gate_event`).
 
         Raises:
             MalformedRunLogError: the first entry is not ``start``, an entry names a frame no
@@ -238,6 +245,8 @@ class LogExpander:
                 origins=entry.origins,
                 at=entry.at,
             )
+        if isinstance(entry, LogGateOpen | LogGateDecided | LogGateTimeout):
+            return gate_event(entry, ref(trace.frames[entry.frame]))
         return None
 
     def _snapshot(self, at: str) -> RunEvent:
@@ -256,6 +265,32 @@ class LogExpander:
             for barrier in trace.barriers.values()
         )
         return frontier_snapshot(frames, joins, at)
+
+
+def gate_event(entry: LogEntry, frame: FrameRef) -> RunEvent:
+    """The additive event of a gate entry, for the frame it names.
+
+    ``gate_open`` → ``gate_opened``, ``gate_decided`` → ``gate_decided``, ``gate_timeout`` →
+    ``gate_timed_out``.
+    """
+    if isinstance(entry, LogGateOpen):
+        request = entry.as_request()
+        return GateOpened(frame=frame, request=request, at=entry.at)
+    if isinstance(entry, LogGateDecided):
+        return GateDecided(
+            frame=frame,
+            request=entry.request,
+            decision=entry.decision,
+            decided_by=entry.by,
+            automatic=entry.automatic,
+            feedback=entry.feedback,
+            args=entry.args,
+            digest=entry.digest,
+            answers=entry.answers,
+            at=entry.at,
+        )
+    assert isinstance(entry, LogGateTimeout)
+    return GateTimedOut(frame=frame, request=entry.request, policy=entry.policy, at=entry.at)
 
 
 def expand_log(entries: Iterable[LogEntry]) -> list[RunEvent]:

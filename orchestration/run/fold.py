@@ -37,6 +37,12 @@ Rules (the reference's, plus the two this project adds, marked *):
   written before they existed) folds to empty histories and zero usage.
 * *``liveness`` stays empty: it is not history, and a reader with a clock adds it
   (:mod:`orchestration.run.liveness`).
+* *``gates``: per frame key, every request a gate made (``gate_opened``), closed by its
+  ``gate_decided`` or ``gate_timed_out``, or abandoned when a ``run_settled`` comes while it
+  is open; the frame is ``awaiting_approval`` (arguments, result) or ``awaiting_input`` (an
+  input request, a model's questions) while its last request is open. A call whose result
+  is held at a gate has completed its attempt, so it is not indeterminate. A log without gate
+  events folds exactly as before.
 
 Tables in events are content, never keys: ``edge_taken`` and ``frontier_snapshot`` carry each
 frame's ``outputs`` / ``artifacts`` themselves. In memory these are the engine's structurally
@@ -65,9 +71,14 @@ from orchestration.types import (
     AttemptRecord,
     EdgeTaken,
     EdgeTakenRecord,
+    FrameGates,
     FrameRef,
     Frontier,
     FrontierSnapshot,
+    GateDecided,
+    GateOpened,
+    GateRequest,
+    GateTimedOut,
     InterruptionCause,
     JoinState,
     NodeEntered,
@@ -176,6 +187,7 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
     waiting: dict[str, dict[str, _Arrival]] = {}
     halted: dict[str, InterruptionCause] = {}
     verdicts: dict[str, Verdict] = {}
+    gates: dict[str, _Gates] = {}
     entered: dict[str, None] = {}
     attempts: dict[str, list[AttemptRecord]] = {}
     origins: dict[str, dict[str, tuple[ValueOrigin, ...]]] = {}
@@ -261,6 +273,8 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 halted[key] = event.cause
         elif type(event) is RunSettled:
             outcome = event.outcome
+            for frame_gates in gates.values():
+                frame_gates.abandon()
         elif type(event) is AttemptEnded:
             key = (keys.get(id(event.frame)) or key_of(event.frame))[0]
             attempts.setdefault(key, []).append(
@@ -283,6 +297,17 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
                 if spend is None:
                     spend = node_spend[node_id] = Spend()
                 spend.add(event.usage)
+        elif type(event) is GateOpened or type(event) is GateDecided or (
+            type(event) is GateTimedOut
+        ):
+            frame = event.frame
+            key = (keys.get(id(frame)) or key_of(frame))[0]
+            record_gate = gates.get(key)
+            if record_gate is None:
+                record_gate = gates[key] = _Gates(frame.node_id)
+            record_gate.feed(event)
+            if type(event) is GateOpened and event.request.gate == "result":
+                calls.pop(key, None)  # its attempt completed; the result is held
 
     last_snapshot = -1
     if snapshot is not None:
@@ -311,8 +336,59 @@ def fold_run_details(events: Sequence[RunEvent]) -> FoldDetails:  # noqa: C901 -
         usage=run_spend.totals(),
         node_usage={node: spend.totals() for node, spend in node_spend.items()},
         liveness={},
+        gates={key: g.build() for key, g in gates.items()},
     )
     return FoldDetails(projection=projection, entered=tuple(entered), halted=halted)
+
+
+class _Gates:
+    """One frame's gate requests while the fold reads them (built into ``FrameGates``)."""
+
+    __slots__ = ("node_id", "requests")
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        self.requests: list[GateRequest] = []
+
+    def feed(self, event: GateOpened | GateDecided | GateTimedOut) -> None:
+        if isinstance(event, GateOpened):
+            self.requests.append(event.request)
+            return
+        for index, request in enumerate(self.requests):
+            if request.request != event.request:
+                continue
+            if isinstance(event, GateDecided):
+                edited = event.args is not None and event.args != request.args
+                update: dict[str, Any] = {
+                    "outcome": event.decision,
+                    "decided_at": event.at,
+                    "decided_by": event.decided_by,
+                    "automatic": event.automatic or None,
+                    "feedback": event.feedback,
+                    "edited_args": event.args if edited else None,
+                    "ran_digest": event.digest,
+                    "answers": event.answers,
+                }
+            else:
+                update = {"outcome": "timed_out", "decided_at": event.at,
+                          "on_timeout": event.policy}
+            self.requests[index] = request.model_copy(update=update)
+            return
+
+    def abandon(self) -> None:
+        if self.requests and self.requests[-1].outcome is None:
+            self.requests[-1] = self.requests[-1].model_copy(update={"outcome": "abandoned"})
+
+    def build(self) -> FrameGates:
+        last = self.requests[-1] if self.requests else None
+        current = last if last is not None and last.outcome is None else None
+        status: Literal["awaiting_approval", "awaiting_input", "closed"] = "closed"
+        if current is not None:
+            waits_for_input = current.gate in ("input", "questions")
+            status = "awaiting_input" if waits_for_input else "awaiting_approval"
+        return FrameGates(
+            node_id=self.node_id, status=status, current=current, history=tuple(self.requests)
+        )
 
 
 _Arrival = tuple[str, tuple[EdgeSegment | JoinSegment, ...]]

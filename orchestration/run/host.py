@@ -14,6 +14,13 @@ treats it as indeterminate rather than running it again blindly.
 **Halts wait for a person.** A call whose outcome is lost and that may not be repeated halts
 (``process_death``) until :meth:`LocalRun.resolve` says retry, skip or abort.
 
+**Gates wait for a person too.** A frame waiting at a gate is decided by
+:meth:`LocalRun.decide` (checked at once: a refusal raises
+:class:`~orchestration.errors.GateRefusedError` and never reaches the run), by an ``on_gate``
+callback, or by autonomous mode where the plan allows it; :meth:`LocalRun.waiting` lists what
+waits and :meth:`LocalRun.next_gate` waits for the next request to open (a queue). A request's
+timeout is an asyncio timer. The rules are the Temporal host's (:mod:`orchestration.run.gates`).
+
 **Resume** (ruling 28) continues a run whose log does not end in a completed settlement, from
 its log in the store: frames that never ran run; calls entered and never settled are
 indeterminate and follow their policy; a run halted by its budget halts again at once.
@@ -26,15 +33,23 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from orchestration.errors import RunRefusedError
+from orchestration.errors import RunNotFoundError, RunRefusedError
 from orchestration.run.admission import Admitted, admit
 from orchestration.run.driver import Decision, Inbox, RunDriver
+from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.machine import RunEngine
 from orchestration.run.expand import expand_log, project_log
+from orchestration.run.gates import check_decision, waiting_gates
 from orchestration.run.liveness import liveness_of, with_liveness
 from orchestration.run.local import LocalPort, utc_now
 from orchestration.run.log import LogEntry
-from orchestration.run.messages import RunSettings, workflow_id_for
+from orchestration.run.messages import (
+    GateAck,
+    PendingGateDecision,
+    RunSettings,
+    WaitingGate,
+    workflow_id_for,
+)
 from orchestration.run.work import FrameWork
 from orchestration.store.base import ClaimOk, PlanStore
 from orchestration.tools.contracts import PredicateEvaluator
@@ -82,6 +97,25 @@ class RunHost(Protocol):
         """
         ...
 
+    async def waiting(self, plan_id: str) -> list[WaitingGate]:
+        """What the plan's live run waits for at its gates, oldest request first.
+
+        Raises:
+            RunNotFoundError: the plan has no live run on this host.
+
+        """
+        ...
+
+    async def decide(self, plan_id: str, decision: PendingGateDecision) -> GateAck:
+        """Decide one of the live run's gates; what became of the decision.
+
+        Raises:
+            GateRefusedError: the decision is refused (it never reaches the run).
+            RunNotFoundError: the plan has no live run on this host.
+
+        """
+        ...
+
 
 class _Writer:
     """Appends log batches to the store in order; :meth:`settled` waits for what was handed."""
@@ -120,10 +154,12 @@ class LocalRun:
         self.plan_id = admitted.view.plan_id
         self.run_id = admitted.run_id
         self.engine = engine
+        self._seen_gates: set[tuple[str, int]] = set()
         self._port = port
         self._driver = driver
         self._writer = writer
         self._previous = previous
+        self._decisions = 0
         self._task: asyncio.Task[RunProjection] = asyncio.create_task(self._run())
 
     async def _run(self) -> RunProjection:
@@ -187,6 +223,68 @@ class LocalRun:
         self._driver.inbox.decide(frame_key, decision)
         self._port.poke()
 
+    @property
+    def done(self) -> bool:
+        """Whether the run has settled (its task finished)."""
+        return self._task.done()
+
+    def waiting(self) -> list[WaitingGate]:
+        """The requests the run waits at, oldest first (what each asks, its deadline)."""
+        return waiting_gates(self.engine)
+
+    async def decide(self, decision: PendingGateDecision) -> GateAck:
+        """Decide a gate: approve, reject (or decline), or answer; what became of it.
+
+        The decision is checked at once, with the same rules as on Temporal; a decision that
+        no longer applies comes back ``skipped`` with the reason.
+
+        Raises:
+            GateRefusedError: refused (not open, already decided, a response that does not fit,
+                an edit the gate does not allow); it never reaches the run.
+
+        """
+        inbox = self._driver.inbox
+        skipped = check_decision(
+            self.engine, decision, pending=inbox.gates, check_args=self._driver.check_args
+        )
+        if skipped is not None:
+            return skipped
+        if inbox.closed is not None:
+            status = self.engine.gate_status(decision.frame_key)
+            return GateAck(
+                applied=False,
+                frame_key=decision.frame_key,
+                request=status.request,
+                outcome="skipped",
+                reason=inbox.closed,
+            )
+        self._decisions += 1
+        ident = f"local-{self._decisions}"
+        inbox.submit_gate(ident, decision)
+        self._port.poke()
+        while ident not in inbox.acks:
+            await asyncio.wait({self._task}, timeout=0.01)
+            if self._task.done() and ident not in inbox.acks:
+                inbox.close("the run has ended")
+        return inbox.acks.pop(ident)
+
+    async def next_gate(self, timeout: float | None = None) -> WaitingGate | None:
+        """Wait for a request that is open and not yet returned by this method (a queue).
+
+        ``None`` when the run ends (or ``timeout`` seconds pass) first.
+        """
+        loop = asyncio.get_running_loop()
+        until = None if timeout is None else loop.time() + timeout
+        while True:
+            for gate in self.waiting():
+                mark = (gate.frame_key, gate.request.request)
+                if mark not in self._seen_gates:
+                    self._seen_gates.add(mark)
+                    return gate
+            if self._task.done() or (until is not None and loop.time() >= until):
+                return None
+            await asyncio.wait({self._task}, timeout=0.01)
+
     async def wait_halted(self) -> tuple[str, ...]:
         """Wait until a frame halts or the run ends; the halted frames (empty: it ended)."""
         while not self.engine.halted and not self._task.done():
@@ -224,6 +322,7 @@ class InProcessRuns:
         self.settings = settings or RunSettings()
         self._clock = clock or utc_now
         self._pause = pause
+        self._live: dict[str, LocalRun] = {}
 
     async def start(
         self,
@@ -233,6 +332,7 @@ class InProcessRuns:
         resume_run_id: str | None = None,
         cells: Sequence[PredicateEvaluator] = (),
         on_halt: Callable[[Any], Decision | None] | None = None,
+        on_gate: Callable[[Waiting], PendingGateDecision | None] | None = None,
     ) -> LocalRun:
         """Admit, claim and start the plan's one run (or resume it); returns at once.
 
@@ -242,6 +342,8 @@ class InProcessRuns:
             resume_run_id: Resume this run (ruling 28) instead of starting one.
             cells: Per-run predicate cells; they replace the host's cells with the same id.
             on_halt: Decides a halted frame without waiting for :meth:`LocalRun.resolve`.
+            on_gate: Decides a request as it opens, without waiting for
+                :meth:`LocalRun.decide` (``None`` from it: wait).
 
         Raises:
             RunRefusedError: admission or the claim refused; nothing ran.
@@ -314,8 +416,47 @@ class InProcessRuns:
             pause=self._pause,
         )
         port.record(engine.drain())
-        driver = RunDriver(engine, port, settings.retry, Inbox(), on_halt=on_halt)
-        return LocalRun(admitted, engine, port, driver, writer, previous)
+        driver = RunDriver(
+            engine,
+            port,
+            settings.retry,
+            Inbox(),
+            on_halt=on_halt,
+            on_gate=on_gate,
+            autonomous=settings.autonomous,
+            check_args=work.check_args,
+        )
+        run = LocalRun(admitted, engine, port, driver, writer, previous)
+        self._live[plan_id] = run
+        return run
+
+    def _run_of(self, plan_id: str) -> LocalRun:
+        run = self._live.get(plan_id)
+        if run is None or run.done:
+            raise RunNotFoundError(
+                f"plan {plan_id!r} has no live run on this host; its gates can be read from "
+                "its log (run_projection), and decided only while it runs"
+            )
+        return run
+
+    async def waiting(self, plan_id: str) -> list[WaitingGate]:
+        """What the plan's live run waits for at its gates (see :meth:`LocalRun.waiting`).
+
+        Raises:
+            RunNotFoundError: the plan has no live run on this host.
+
+        """
+        return self._run_of(plan_id).waiting()
+
+    async def decide(self, plan_id: str, decision: PendingGateDecision) -> GateAck:
+        """Decide a gate of the plan's live run (see :meth:`LocalRun.decide`).
+
+        Raises:
+            GateRefusedError: refused; it never reaches the run.
+            RunNotFoundError: the plan has no live run on this host.
+
+        """
+        return await self._run_of(plan_id).decide(decision)
 
     async def read_events(self, plan_id: str) -> list[RunEvent]:
         """The run's whole log from the store (written ahead, so always current here)."""
@@ -333,10 +474,16 @@ class InProcessRuns:
         resume_run_id: str | None = None,
         cells: Sequence[PredicateEvaluator] = (),
         on_halt: Callable[[Any], Decision | None] | None = None,
+        on_gate: Callable[[Waiting], PendingGateDecision | None] | None = None,
     ) -> RunProjection:
         """Start (or resume) the run and wait for it to settle; its projection."""
         run = await self.start(
-            plan_id, run_input, resume_run_id=resume_run_id, cells=cells, on_halt=on_halt
+            plan_id,
+            run_input,
+            resume_run_id=resume_run_id,
+            cells=cells,
+            on_halt=on_halt,
+            on_gate=on_gate,
         )
         return await run.wait()
 

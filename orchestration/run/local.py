@@ -27,6 +27,7 @@ from orchestration.run.budgets import Allowance
 from orchestration.run.driver import (
     call_request,
     decided,
+    reason_attempt,
     reason_request,
     transform_request,
 )
@@ -105,13 +106,27 @@ class LocalPort:
         """Wake the driver: something it may be waiting for happened."""
         self._news.set()
 
-    async def wait_until(self, ready: Callable[[], bool]) -> None:
-        """Return once ``ready()`` holds; :meth:`poke` makes it look again."""
+    async def wait_until(self, ready: Callable[[], bool], timeout: float | None = None) -> None:
+        """Return once ``ready()`` holds, or ``timeout`` seconds passed.
+
+        :meth:`poke` makes it look again.
+        """
+        loop = asyncio.get_running_loop()
+        until = None if timeout is None else loop.time() + timeout
         while not ready():
             self._news.clear()
             if ready():
                 return
-            await self._news.wait()
+            if until is None:
+                await self._news.wait()
+                continue
+            left = until - loop.time()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._news.wait(), left)
+            except TimeoutError:
+                return
 
     async def pause(self, seconds: float) -> None:
         """Wait before a retry."""
@@ -191,7 +206,7 @@ class LocalPort:
                 reasoned = await asyncio.wait_for(
                     self.work.reason(ask, on_attempt=lambda _: heartbeat()), timeout
                 )
-                return Succeeded(items=reasoned.items, usage=reasoned.usage())
+                return reason_attempt(reasoned)
             if node.kind == "transform":
                 request_t = transform_request(d, self.view, plan_id=plan_id, run_id=run_id)
                 result = await asyncio.wait_for(self.work.transform(request_t), timeout)

@@ -20,7 +20,11 @@ table entries. This log records the same run with O(1) per entry:
   Artifact handles follow the same rule.
 
 So :func:`orchestration.run.expand.expand_log` rebuilds every contract event exactly, with no
-graph and no store, and a prefix of the log expands to a prefix of the events. Entries are
+graph and no store, and a prefix of the log expands to a prefix of the events.
+
+Gates add three entries (``gate_open``, ``gate_decided``, ``gate_timeout``), each expanded to
+an additive event of its own (``gate_opened``, ``gate_decided``, ``gate_timed_out``); a log
+without them reads as before. Entries are
 in one-to-one order with the contract's events, except ``merge``, which maps to none (it only
 names the merged frame the next ``settle`` settles).
 
@@ -42,12 +46,18 @@ from orchestration.types import (
     EdgeHandle,
     EncodableValue,
     ErrorInfo,
+    GateDecision,
+    GateKind,
+    GateRequest,
+    InputSchema,
     InterruptionCause,
     OutputItem,
     PlanNodeKind,
+    Question,
     RetryReason,
     RunOutcome,
     Usage,
+    ValueMap,
     ValueOrigin,
     Verdict,
     WireModel,
@@ -55,6 +65,7 @@ from orchestration.types import (
 
 __all__ = [
     "LOG_ADAPTER",
+    "AskedRound",
     "LogArrive",
     "LogCancel",
     "LogAttempt",
@@ -62,6 +73,9 @@ __all__ = [
     "LogEnd",
     "LogEnter",
     "LogEntry",
+    "LogGateDecided",
+    "LogGateOpen",
+    "LogGateTimeout",
     "LogInterrupt",
     "LogMerge",
     "LogSettle",
@@ -245,6 +259,96 @@ class LogEnd(WireModel):
     at: str
 
 
+class AskedRound(WireModel):
+    """One round of a reason node's questions: what the model asked, and what it was answered.
+
+    ``call`` is the id of the model's ``ask_questions`` tool call, so the conversation goes on
+    from that very call (its answers are that call's result).
+    """
+
+    call: str | None = None
+    questions: tuple[Question, ...]
+    answers: ValueMap
+
+
+class LogGateOpen(WireModel):
+    """``gate_opened``: frame ``frame`` waits for a person at its gate (request ``request``).
+
+    What the person is shown travels with the request, so every reader (the fold, the command
+    line, a resumed run) sees exactly what was asked: before a call (``gate: arguments``, the
+    frame not yet entered) its resolved ``args`` and their ``digest``; of a result, the held
+    output ``items`` (and ``artifact``); an input request's resolved ``prompt`` and ``schema``;
+    a reason node's ``questions`` (and ``call``, the model's tool-call id, so the conversation
+    goes on from it). ``deadline`` is when the request times out.
+    """
+
+    kind: Literal["gate_open"] = "gate_open"
+    frame: int
+    request: int = 1
+    gate: GateKind
+    summary: str | None = None
+    args: ValueMap | None = None
+    digest: str | None = None
+    editable: tuple[str, ...] | None = None
+    items: tuple[OutputItem, ...] | None = None
+    artifact: ArtifactHandle | None = None
+    prompt: str | None = None
+    schema_: InputSchema | None = Field(default=None, alias="schema")
+    questions: tuple[Question, ...] | None = None
+    call: str | None = None
+    deadline: str | None = None
+    at: str
+
+    def as_request(self) -> GateRequest:
+        """The request as the contract's events and the projection show it (still open)."""
+        return GateRequest(
+            request=self.request,
+            gate=self.gate,
+            requested_at=self.at,
+            summary=self.summary,
+            args=self.args,
+            digest=self.digest,
+            editable=self.editable,
+            items=self.items,
+            prompt=self.prompt,
+            schema_=self.schema_,
+            questions=self.questions,
+            deadline=self.deadline,
+        )
+
+
+class LogGateDecided(WireModel):
+    """``gate_decided``: a request of frame ``frame`` was decided, by ``by``.
+
+    ``automatic`` when autonomous mode approved it. ``args`` are the approver's edited
+    arguments and ``digest`` the digest of what runs; ``answers`` a question round's answers.
+    An input request's response is the frame's output, recorded by the ``settle`` that
+    follows, not here.
+    """
+
+    kind: Literal["gate_decided"] = "gate_decided"
+    frame: int
+    request: int = 1
+    decision: GateDecision
+    by: str
+    automatic: bool = False
+    feedback: str | None = None
+    args: ValueMap | None = None
+    digest: str | None = None
+    answers: ValueMap | None = None
+    at: str
+
+
+class LogGateTimeout(WireModel):
+    """``gate_timed_out``: a request reached its deadline; ``policy`` is what that meant."""
+
+    kind: Literal["gate_timeout"] = "gate_timeout"
+    frame: int
+    request: int = 1
+    policy: Literal["reject", "default", "halt"]
+    at: str
+
+
 LogEntry = Annotated[
     LogStart
     | LogEnter
@@ -256,7 +360,10 @@ LogEntry = Annotated[
     | LogSnapshot
     | LogInterrupt
     | LogEnd
-    | LogAttempt,
+    | LogAttempt
+    | LogGateOpen
+    | LogGateDecided
+    | LogGateTimeout,
     Field(discriminator="kind"),
 ]
 """One entry of the compact run log."""

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from orchestration.run.checkpoint import Checkpoint
-from orchestration.run.log import LogEntry
+from orchestration.run.log import AskedRound, LogEntry
 from orchestration.types import (
     ApprovalRecord,
     ArtifactHandle,
@@ -24,10 +24,13 @@ from orchestration.types import (
     EmitValue,
     EncodableValue,
     FrameRef,
+    GateRequest,
     InterruptionCause,
     ModelTurn,
     OutputItem,
     OutputTable,
+    PlanNodeKind,
+    Question,
     RawPlanView,
     SelectNode,
     TransformStep,
@@ -48,6 +51,11 @@ __all__ = [
     "ErrorCode",
     "EvaluateRequest",
     "EvaluateResponse",
+    "GateAck",
+    "GateAnswer",
+    "GateApproval",
+    "PendingGateDecision",
+    "WaitingGate",
     "LogPage",
     "MirrorRequest",
     "PlanRef",
@@ -70,6 +78,7 @@ ErrorCode = Literal[
     "unknown_tool",
     "authority_not_approved",
     "authority_missing",
+    "arguments_not_approved",
     "output_mismatch",
     "output_too_large",
     "tool_failed",
@@ -140,6 +149,9 @@ class CallRequest(WireModel):
     """The calling node's own claims."""
     approved_authority: tuple[AuthorityClaim, ...] = ()
     """The approval's canonical set; every claim above must be in it."""
+    args_digest: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """For a call approved at its gate: the digest of the approved arguments. The call checks
+    ``args`` against it before the tool runs, so what was approved is what runs."""
 
     @property
     def idempotency_key(self) -> str:
@@ -170,13 +182,17 @@ class ReasonRequest(WireModel):
     once its turns spent this many (``None``: no token budget bounds it)."""
     max_cost_usd: float | None = Field(default=None, exclude_if=lambda v: v is None)
     """US dollars this attempt may still spend at the worker's prices, likewise."""
+    asks_left: int = Field(default=0, ge=0, exclude_if=lambda v: v == 0)
+    """How many more rounds of questions the model may ask (0: it must answer)."""
+    rounds: tuple[AskedRound, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """The rounds of questions answered so far: the conversation goes on from them."""
 
 
 class AttemptUsage(WireModel):
     """One model attempt's accounting: its outcome and the tokens it cost."""
 
     attempt: int
-    outcome: Literal["accepted", "invalid", "malformed", "no_tool_call", "refused"]
+    outcome: Literal["accepted", "invalid", "malformed", "no_tool_call", "refused", "asked"]
     input_tokens: int = 0
     output_tokens: int = 0
     problems: tuple[str, ...] = ()
@@ -184,9 +200,15 @@ class AttemptUsage(WireModel):
 
 
 class ReasonResponse(WireModel):
-    """The accepted answer as the node's one item, and every attempt's token usage."""
+    """The accepted answer as the node's one item, and every attempt's token usage.
+
+    Or, for a node that may ask, ``asked``: the questions the model asked instead of answering
+    (``items`` then empty), with ``call``, the id of its ``ask_questions`` tool call.
+    """
 
     items: tuple[OutputItem, ...]
+    asked: tuple[Question, ...] | None = Field(default=None, exclude_if=lambda v: v is None)
+    call: str | None = Field(default=None, exclude_if=lambda v: v is None)
     attempts: tuple[AttemptUsage, ...]
     reasoner: str
     model: str = ""
@@ -287,6 +309,10 @@ class RunSettings(WireModel):
     """Label each node's activity ``<node> · <tool>`` in the Temporal UI. A summary is one more
     payload per activity for the SDK to convert, which a run of many short calls feels (see the
     README's benchmarks); the activity id names the frame either way."""
+    autonomous: bool = Field(default=False, exclude_if=lambda v: v is False)
+    """Autonomous mode (seed 001): approve by itself every approval gate whose plan allows it
+    (``autonomous: true`` on the gate), recording each decision as automatic. Gates the plan
+    does not open to it, input requests and a model's questions still wait for a person."""
 
 
 class ContinuedRun(WireModel):
@@ -386,6 +412,8 @@ class RunStatus(WireModel):
     steps: int
     in_flight: tuple[str, ...] = ()
     halted: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """Frames waiting for a person at a gate (see the ``waiting`` query for what they ask)."""
     stopping: InterruptionCause | None = None
     segment: int = 1
     build: str | None = None
@@ -405,6 +433,72 @@ class ResolveDecision(WireModel):
     frame_key: str
     decision: Literal["retry", "skip", "abort"]
     decided_by: str = "operator"
+
+
+class GateApproval(WireModel):
+    """A person's decision on an approval request (seed 001's ``PendingGateDecision``).
+
+    ``rejected`` also declines an input request or a model's questions. ``args`` (before a
+    call whose gate names them ``editable``) are the arguments to change, merged over the
+    proposed ones; ``digest`` is the digest of the arguments the approver was shown, refused
+    when it is not the open request's. ``request`` names the request it answers (``None``:
+    the open one).
+    """
+
+    kind: Literal["approval"] = "approval"
+    frame_key: str
+    request: int | None = None
+    decision: Literal["approved", "rejected"]
+    decided_by: str = "operator"
+    feedback: str | None = None
+    args: ValueMap | None = None
+    digest: str | None = None
+
+
+class GateAnswer(WireModel):
+    """A person's answer to an input request or a model's questions.
+
+    ``response`` is checked against the request's schema (for questions, an object of
+    question id to answer) and never logged or echoed back.
+    """
+
+    kind: Literal["input"] = "input"
+    frame_key: str
+    request: int | None = None
+    response: EncodableValue = None
+    provided_by: str = "operator"
+
+
+PendingGateDecision = Annotated[GateApproval | GateAnswer, Field(discriminator="kind")]
+"""A decision on a gate, as both hosts take it (Temporal: the ``decide`` and ``answer``
+updates)."""
+
+
+class GateAck(WireModel):
+    """What became of a decision: applied (approved, rejected, answered), or ``skipped``.
+
+    A decision that no longer applies (its request timed out or was superseded, the run ended
+    or is ending, or continues in a new execution) is skipped, with ``reason``; a refused one
+    (not open, already decided, a response that does not fit) is an error instead and never
+    reaches the run. The response is never echoed here.
+    """
+
+    applied: bool
+    frame_key: str
+    request: int
+    outcome: Literal["approved", "rejected", "answered", "skipped"]
+    reason: str | None = None
+
+
+class WaitingGate(WireModel):
+    """One open request of a live run: which frame waits, and what it asks (``waiting``)."""
+
+    frame_key: str
+    node_id: str
+    node_kind: PlanNodeKind
+    request: GateRequest
+    autonomous: bool = False
+    """Whether autonomous mode may approve it (the plan allows it)."""
 
 
 class PlanRunResult(WireModel):

@@ -28,12 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from orchestration.run.engine.results import Decided, Failed, Skipped, Succeeded
+from orchestration.run.engine.results import Asked, Decided, Failed, Skipped, Succeeded
 from orchestration.run.messages import RetrySettings
 from orchestration.types import CallNode, ErrorInfo, PlanNode, RetryReason
 
 __all__ = [
     "Attempt",
+    "Outcome",
     "Halt",
     "Lost",
     "LostBy",
@@ -65,8 +66,12 @@ class Lost:
     by: LostBy = "unknown"
 
 
-Attempt = Succeeded | Decided | Failed | Skipped | Lost
-"""What one attempt of a frame came to (``Skipped`` only from a scripted test double)."""
+Outcome = Succeeded | Decided | Failed | Skipped | Lost
+"""What an attempt came to that :func:`after_attempt` decides on."""
+
+Attempt = Outcome | Asked
+"""What one attempt of a frame came to (``Skipped`` only from a scripted test double;
+``Asked``: a reason frame asked questions, and waits for their answers instead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +113,12 @@ def backoff_seconds(attempt: int, retry: RetrySettings) -> float:
     return float(min(delay, retry.maximum_interval_seconds))
 
 
-def after_attempt(node: PlanNode, attempt: int, outcome: Attempt, retry: RetrySettings) -> Verdict:
-    """What to do with a frame whose attempt number ``attempt`` came to ``outcome``."""
+def after_attempt(node: PlanNode, attempt: int, outcome: Outcome, retry: RetrySettings) -> Verdict:
+    """What to do with a frame whose attempt number ``attempt`` came to ``outcome``.
+
+    ``attempt`` counts the attempts of the frame's current round (a reason node's questions
+    start a new round).
+    """
     if isinstance(outcome, Succeeded | Decided | Skipped):
         return Settle(outcome)
     can_repeat = repeatable(node) and attempt < retry.maximum_attempts

@@ -5,33 +5,47 @@ own tables (keyed by frame number), so a resumed engine holds exactly the frames
 barriers the unbroken one held at the same point of the log, what its attempts spent on
 models, and (recomputed from the plan, so a log written before provenance was recorded resumes
 with it too) which outputs trace back to a model.
+
+Gates come back too (:class:`RestoredGate`): a frame whose request is open waits at it again
+(the same request, the same deadline); one whose request timed out with ``halt`` or was
+abandoned when the run ended is asked again; a call approved before it ran runs with the
+approved arguments, and a reason node goes on with every round of questions answered so far.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from orchestration.errors import UnrunnablePlanError
 from orchestration.run.budgets import Spend
 from orchestration.run.engine.compiled import CompiledPlan
 from orchestration.run.engine.state import Barrier, Frame, Items
-from orchestration.run.log import LogEntry
+from orchestration.run.log import AskedRound, LogEntry, LogGateOpen
 from orchestration.run.provenance import call_refs, reads_model
 from orchestration.run.resolve import entry_for
 from orchestration.run.routes import EdgeSegment, Route
 from orchestration.run.tables import FrameTable
-from orchestration.run.trace import LogTrace, TracedFrame
+from orchestration.run.trace import LogTrace, TracedFrame, TracedRequest
 from orchestration.types import (
     ArtifactHandle,
     CallNode,
+    GateOutcome,
     InterruptionCause,
     OutputItem,
     PlanNode,
     TransformNode,
 )
 
-__all__ = ["ENGINE_TABLES", "RestoredRun", "frame_on", "restore_from_log"]
+__all__ = [
+    "ENGINE_TABLES",
+    "RestoredGate",
+    "RestoredRun",
+    "frame_on",
+    "gates_of",
+    "restore_from_log",
+]
 
 Outputs = FrameTable[Items]
 Artifacts = FrameTable[ArtifactHandle]
@@ -67,6 +81,67 @@ ENGINE_TABLES = _EngineTables()
 
 
 @dataclass
+class RestoredGate:
+    """A frame's gates as a resumed or continued engine takes them up.
+
+    Attributes:
+        open: The request the frame waits at (``None``: it waits at none).
+        again: Ask ``open`` again as a new request (it timed out with ``halt``, or the run
+            ended while it was open) rather than keep waiting at it.
+        approved: A call's approved arguments (it runs with these).
+        rounds: A reason frame's answered rounds of questions.
+        tries_before: Attempts spent before the latest round.
+        attempt: The frame's attempt so far (0: unknown).
+
+    """
+
+    open: LogGateOpen | None = None
+    again: bool = False
+    approved: dict[str, Any] | None = None
+    rounds: tuple[AskedRound, ...] = ()
+    tries_before: int = 0
+    attempt: int = 0
+
+
+def _outcome(request: TracedRequest) -> GateOutcome | None:
+    if request.decided is not None:
+        return request.decided.decision
+    if request.timed_out is not None:
+        return "timed_out"
+    return "abandoned" if request.abandoned else None
+
+
+def gates_of(requests: Sequence[TracedRequest], attempt: int = 0) -> RestoredGate:
+    """What a frame's requests, as the log tells them, leave it with."""
+    last = requests[-1]
+    rounds = tuple(
+        AskedRound(
+            call=r.opened.call, questions=r.opened.questions or (), answers=r.decided.answers or {}
+        )
+        for r in requests
+        if r.opened.gate == "questions" and r.decided is not None and r.decided.answers is not None
+    )
+    approved: dict[str, Any] | None = None
+    decided = last.decided
+    if last.opened.gate == "arguments" and decided is not None and decided.decision == "approved":
+        approved = dict(decided.args if decided.args is not None else last.opened.args or {})
+    open_request: LogGateOpen | None = None
+    again = False
+    if last.open:
+        open_request = last.opened
+    elif last.abandoned or (last.timed_out is not None and last.timed_out.policy == "halt"):
+        open_request, again = last.opened, True
+    return RestoredGate(
+        open=open_request,
+        again=again,
+        approved=approved,
+        rounds=rounds,
+        tries_before=attempt - 1 if rounds else 0,
+        attempt=attempt,
+    )
+
+
+@dataclass
 class RestoredRun:
     """What a resumed engine starts from.
 
@@ -81,6 +156,8 @@ class RestoredRun:
         halted: Frames whose interruption is unresolved, by number.
         entry_entered: Whether the entry frame was entered; ``entry_settled`` whether it settled.
         spend: What the run's attempts spent on models; ``node_spend`` per node id.
+        gates: The frontier frames' gates, by number.
+        gate_history: Every gated frame's last request and how it closed, by frame key.
 
     """
 
@@ -97,6 +174,8 @@ class RestoredRun:
     entry_settled: bool = False
     spend: Spend = field(default_factory=Spend)
     node_spend: dict[str, Spend] = field(default_factory=dict)
+    gates: dict[int, RestoredGate] = field(default_factory=dict)
+    gate_history: dict[str, tuple[int, GateOutcome | None]] = field(default_factory=dict)
 
 
 def _node(plan: CompiledPlan, node_id: str) -> PlanNode:
@@ -186,6 +265,12 @@ def restore_from_log(
         spend=trace.spend,
         node_spend=dict(trace.node_spend),
     )
+    for number, requests in trace.gates.items():
+        traced_frame = trace.frames[number]
+        ident = traced_frame.route.ident(traced_frame.node)
+        restored.gate_history[ident] = (requests[-1].opened.request, _outcome(requests[-1]))
+        if number in trace.frontier:
+            restored.gates[number] = gates_of(requests, traced_frame.attempt)
     if trace.outcome != "running":
         return restored
     for traced in trace.frontier.values():

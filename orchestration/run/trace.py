@@ -25,6 +25,9 @@ The rules, per entry:
   (ruling 28): it is running again, and the earlier end and cause no longer apply.
 * ``attempt`` (additive) counts what the attempt spent against the frame and the run, and
   remembers when the frame's first attempt started (its budgets resume from these).
+* ``gate_open`` opens a request on a frame (which stays in the frontier: it waits), and
+  ``gate_decided`` / ``gate_timeout`` close it; a request still open at an ``end`` is
+  abandoned (a resumed run asks again). :attr:`LogTrace.gates` keeps every frame's requests.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from orchestration.run.log import (
     LogEnd,
     LogEnter,
     LogEntry,
+    LogGateDecided,
+    LogGateOpen,
+    LogGateTimeout,
     LogInterrupt,
     LogMerge,
     LogSettle,
@@ -53,7 +59,14 @@ from orchestration.run.log import (
 from orchestration.run.routes import Route, edge_token, segments_key
 from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem
 
-__all__ = ["TableAlgebra", "TracedBarrier", "TracedFrame", "LogTrace", "settled_ok_nodes"]
+__all__ = [
+    "LogTrace",
+    "TableAlgebra",
+    "TracedBarrier",
+    "TracedFrame",
+    "TracedRequest",
+    "settled_ok_nodes",
+]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -168,6 +181,29 @@ class TracedBarrier(Generic[T, A]):
     arrivals: list[TracedFrame[T, A]] = field(default_factory=list)
 
 
+@dataclass
+class TracedRequest:
+    """One request of a gate, as the log tells it: opened, then decided, timed out or abandoned.
+
+    Attributes:
+        opened: The ``gate_open`` entry (what was asked).
+        decided: The ``gate_decided`` entry, once decided.
+        timed_out: The ``gate_timeout`` entry, once it timed out.
+        abandoned: The run ended while it was open.
+
+    """
+
+    opened: LogGateOpen
+    decided: LogGateDecided | None = None
+    timed_out: LogGateTimeout | None = None
+    abandoned: bool = False
+
+    @property
+    def open(self) -> bool:
+        """Whether it still waits for a person."""
+        return self.decided is None and self.timed_out is None and not self.abandoned
+
+
 class LogTrace(Generic[T, A]):
     """Reads a compact log forward and keeps what it implies (see the module docstring).
 
@@ -181,6 +217,7 @@ class LogTrace(Generic[T, A]):
         self.frontier: dict[int, TracedFrame[T, A]] = {}
         self.barriers: dict[tuple[str, int], TracedBarrier[T, A]] = {}
         self.halted: dict[int, InterruptionCause] = {}
+        self.gates: dict[int, list[TracedRequest]] = {}
         self.start: LogStart | None = None
         self.cause: InterruptionCause | None = None
         self.outcome: str = "running"
@@ -280,6 +317,28 @@ class LogTrace(Generic[T, A]):
         elif kind is LogEnd:
             assert isinstance(entry, LogEnd)
             self.outcome = entry.outcome
+            for requests in self.gates.values():
+                last = requests[-1]
+                if last.open:
+                    last.abandoned = True
+        elif kind is LogGateOpen:
+            assert isinstance(entry, LogGateOpen)
+            self.gates.setdefault(self.frame(entry.frame).number, []).append(
+                TracedRequest(entry)
+            )
+        elif kind is LogGateDecided or kind is LogGateTimeout:
+            assert isinstance(entry, LogGateDecided | LogGateTimeout)
+            opened = self.gates.get(entry.frame, [])
+            request = next((r for r in opened if r.opened.request == entry.request), None)
+            if request is None:
+                raise MalformedRunLogError(
+                    f"the run log closes request {entry.request} of frame {entry.frame} before "
+                    "opening it; read the log from its first entry"
+                )
+            if isinstance(entry, LogGateDecided):
+                request.decided = entry
+            else:
+                request.timed_out = entry
         elif kind is LogStart:
             assert isinstance(entry, LogStart)
             if self.start is None:

@@ -9,7 +9,8 @@ already checked the approval against the plan):
 
 * the tool must be in this host's toolbox (the allowlist where it is enforced);
 * every claim of the calling node must be inside the approved authority set;
-* every (capability, verb) the tool declares it needs must be claimed by the node.
+* every (capability, verb) the tool declares it needs must be claimed by the node;
+* a call approved at its gate sends exactly the approved arguments (their digest matches).
 
 Its result is normalised to output items and checked against the node's declared output.
 
@@ -39,6 +40,7 @@ import structlog
 from orchestration.artifacts import ArtifactRegistry, ArtifactSpool, MemorySpool, SpooledArtifact
 from orchestration.artifacts import run_transform as apply_steps
 from orchestration.errors import ArtifactError, OrchestrationError, ReasonerError, TransformError
+from orchestration.plan.gates import args_digest
 from orchestration.plan.references import decode_output_schema
 from orchestration.review.validation.schemas import schema_problem
 from orchestration.run.engine.results import FailureKind, is_transient
@@ -63,7 +65,14 @@ from orchestration.tools.contracts import (
     PredicateEvaluator,
 )
 from orchestration.tools.pricing import PriceTable
-from orchestration.tools.reasoning import AttemptRecord, Reasoner, reason
+from orchestration.tools.reasoning import (
+    AnsweredRound,
+    AttemptRecord,
+    Reasoner,
+    ask_arguments,
+    questions_of,
+    reason,
+)
 from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
     ArtifactHandle,
@@ -316,6 +325,12 @@ class FrameWork:
                     f"node {request.node_id!r} claims {claim.verb} on {claim.capability}:"
                     f"{claim.scope}, which the approval does not contain; re-approve the plan",
                 )
+        if request.args_digest is not None and args_digest(request.args) != request.args_digest:
+            raise _refuse(
+                "arguments_not_approved",
+                f"call {request.node_id!r} carries arguments that are not the ones approved at "
+                "its gate; approve the arguments it would send",
+            )
         claimed = {(c.capability, c.verb) for c in request.authority}
         for capability, verb in toolbox.get(request.tool).requires:
             if (capability, verb) not in claimed:
@@ -324,6 +339,14 @@ class FrameWork:
                     f"tool {request.tool!r} needs {verb} on {capability}, which node "
                     f"{request.node_id!r} does not claim; add the claim and re-approve",
                 )
+
+    def check_args(self, tool: str, args: Mapping[str, Any]) -> str | None:
+        """Why ``tool``'s input shape refuses ``args`` (an approver's edit), or ``None``."""
+        toolbox = self.toolbox
+        if not toolbox.has(tool):
+            return f"tool {tool!r} is not in this host's toolbox"
+        shape = toolbox.shape(tool)
+        return None if shape is None else shape.arguments_problem(args)
 
     async def call(
         self, request: CallRequest, *, attempt: int = 1, heartbeat: Heartbeat = _no_heartbeat
@@ -436,6 +459,15 @@ class FrameWork:
                 frame_key=request.frame_key,
                 on_attempt=on_attempt,
                 before_turn=self._budget_stop(request, reasoner.name) if bounded else None,
+                asks_left=request.asks_left,
+                rounds=tuple(
+                    AnsweredRound(
+                        call_id=r.call or f"ask_{request.node_id}_{i + 1}",
+                        arguments=ask_arguments(r.questions),
+                        answers=r.answers,
+                    )
+                    for i, r in enumerate(request.rounds)
+                ),
             )
         except ReasonerError as exc:
             turns = _turns(getattr(exc, "turns", ()))
@@ -454,6 +486,19 @@ class FrameWork:
                 f"turn(s): {outcome.stopped}",
                 kind="budget",
                 usage=spent,
+            )
+        if outcome.asked is not None:
+            total = outcome.usage
+            return ReasonResponse(
+                items=(),
+                asked=questions_of(outcome.asked),
+                call=outcome.call_id,
+                attempts=usage,
+                reasoner=reasoner.name,
+                model=outcome.model,
+                input_tokens=total.input_tokens,
+                output_tokens=total.output_tokens,
+                cost_usd=spent.cost_usd,
             )
         if outcome.arguments is None:
             last = outcome.attempts[-1].problems if outcome.attempts else ()

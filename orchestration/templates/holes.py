@@ -43,12 +43,14 @@ HOLE_PLACES: dict[PlanNodeKind, str] = {
     "branch": "inside predicate",
     "select": "inside predicate",
     "join": "nowhere (a join has nothing to configure)",
+    "input": "in prompt (a whole part, or a part's text)",
 }
 """Where each kind of node may hold a hole, for messages."""
 
 _ALLOWED: dict[PlanNodeKind, re.Pattern[str]] = {
     "call": re.compile(r"args(\.|\[|$)"),
     "reason": re.compile(r"prompt\[\d+\](\.text)?$"),
+    "input": re.compile(r"prompt\[\d+\](\.text)?$"),
     "transform": re.compile(r"steps\[\d+\]\.args(\.|\[|$)"),
     "branch": re.compile(r"predicate(\.|\[|$)"),
     "select": re.compile(r"predicate(\.|\[|$)"),

@@ -20,17 +20,30 @@ Two seams keep the provider out of the core:
 Arguments are validated with ``jsonschema`` against the dialect the schema names (Draft 2020-12
 when it names none); every error (not just the first) is fed back, at most
 :data:`MAX_FEEDBACK_ERRORS` of them, each with the path it occurred at.
+
+**Questions** (seed 002's questionnaires). A node that may ask offers a second tool,
+:data:`ASK_TOOL`, and the model must call one of the two. A valid call of it ends the loop with
+the questions (:attr:`ReasonOutcome.asked`) instead of an answer; the run waits for a person's
+answers, and the next turn goes on from the same conversation: each answered round is replayed
+as the model's ``ask_questions`` call and its result, the answers (:class:`AnsweredRound`),
+before the node's own attempts. Once its rounds are spent the tool is no longer offered, so the
+model can only answer. An invalid questionnaire is a rejected attempt like an invalid answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from orchestration.types import ChoiceInput, InputChoice, Question, TextInput
+
 __all__ = [
+    "ASK_SCHEMA",
+    "ASK_TOOL",
     "MAX_FEEDBACK_ERRORS",
     "SUBMIT_TOOL",
+    "AnsweredRound",
     "SYSTEM_PROMPT",
     "AttemptOutcome",
     "AttemptRecord",
@@ -41,7 +54,11 @@ __all__ = [
     "Reasoner",
     "RejectedAttempt",
     "TokenUsage",
+    "ask_arguments",
+    "ask_tool",
     "forced_tool",
+    "questionnaire_problems",
+    "questions_of",
     "reason",
     "schema_errors",
 ]
@@ -61,6 +78,55 @@ SYSTEM_PROMPT = (
 MAX_FEEDBACK_ERRORS = 10
 """At most this many validation errors are fed back per rejected attempt."""
 
+ASK_TOOL = "ask_questions"
+"""The name of the tool a node that may ask offers beside :data:`SUBMIT_TOOL`."""
+
+ASK_DESCRIPTION = (
+    "Ask the person running this plan questions you need answered before you can submit a "
+    "result. Ask only what you cannot find in the data you were given."
+)
+
+_ID = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+
+ASK_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 10,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {**_ID, "description": "A short id the answer is keyed by."},
+                    "prompt": {"type": "string", "minLength": 1, "maxLength": 2000},
+                    "kind": {"enum": ["text", "choice"]},
+                    "options": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 20,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "id": _ID,
+                                "label": {"type": "string", "minLength": 1, "maxLength": 200},
+                            },
+                            "required": ["id", "label"],
+                            "additionalProperties": False,
+                        },
+                    },
+                    "multiple": {"type": "boolean"},
+                },
+                "required": ["id", "prompt", "kind"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["questions"],
+    "additionalProperties": False,
+}
+"""The input schema of :data:`ASK_TOOL`: up to ten questions, each free text or a choice."""
+
 
 @dataclass(frozen=True)
 class ForcedTool:
@@ -74,6 +140,92 @@ class ForcedTool:
 def forced_tool(schema: Mapping[str, Any]) -> ForcedTool:
     """The submission tool for ``schema``."""
     return ForcedTool(SUBMIT_TOOL, SUBMIT_DESCRIPTION, schema)
+
+
+def ask_tool() -> ForcedTool:
+    """The questions tool offered to a node that may still ask."""
+    return ForcedTool(ASK_TOOL, ASK_DESCRIPTION, ASK_SCHEMA)
+
+
+def questionnaire_problems(arguments: Any) -> list[str]:
+    """Why an ``ask_questions`` call cannot be asked (``[]`` when it can)."""
+    problems = schema_errors(ASK_SCHEMA, arguments)
+    if problems:
+        return problems
+    questions = arguments["questions"]
+    ids = [q["id"] for q in questions]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        problems.append(
+            f"$.questions: question ids repeat ({', '.join(repeated)}); give each "
+            "question its own id"
+        )
+    for index, question in enumerate(questions):
+        where = f"$.questions[{index}]"
+        options = question.get("options")
+        if question["kind"] == "choice":
+            if not options:
+                problems.append(f"{where}: a choice needs options")
+                continue
+            option_ids = [o["id"] for o in options]
+            if len(set(option_ids)) < len(option_ids):
+                problems.append(f"{where}.options: option ids repeat; give each its own id")
+        elif options or "multiple" in question:
+            problems.append(f"{where}: a text question takes no options and no multiple")
+    return problems
+
+
+def questions_of(arguments: Mapping[str, Any]) -> tuple[Question, ...]:
+    """An ``ask_questions`` call's questions as the run records them (each with its widget)."""
+    out: list[Question] = []
+    for question in arguments["questions"]:
+        if question["kind"] == "choice":
+            options = tuple(
+                InputChoice(id=o["id"], label=o["label"]) for o in question.get("options") or ()
+            )
+            schema: TextInput | ChoiceInput = ChoiceInput(
+                options=options, multiple=question.get("multiple") or None
+            )
+        else:
+            schema = TextInput(multiline=True)
+        out.append(Question(id=question["id"], prompt=question["prompt"], schema_=schema))
+    return tuple(out)
+
+
+def ask_arguments(questions: Sequence[Question]) -> dict[str, Any]:
+    """The ``ask_questions`` arguments that ask ``questions``.
+
+    The inverse of :func:`questions_of`: how an answered round is replayed to the model.
+    """
+    asked: list[dict[str, Any]] = []
+    for question in questions:
+        schema = question.schema_
+        entry: dict[str, Any] = {"id": question.id, "prompt": question.prompt}
+        if isinstance(schema, ChoiceInput):
+            entry["kind"] = "choice"
+            entry["options"] = [{"id": o.id, "label": o.label} for o in schema.options]
+            if schema.multiple:
+                entry["multiple"] = True
+        else:
+            entry["kind"] = "text"
+        asked.append(entry)
+    return {"questions": asked}
+
+
+@dataclass(frozen=True)
+class AnsweredRound:
+    """One round of questions, answered: the model's ``ask_questions`` call and the answers.
+
+    Attributes:
+        call_id: The provider's id of the call (the answers are its result).
+        arguments: The call's arguments (the questions, as the model asked them).
+        answers: Each question's answer, by question id.
+
+    """
+
+    call_id: str
+    arguments: Mapping[str, Any]
+    answers: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -110,6 +262,8 @@ class ReasonReply:
     refusal: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     model: str = ""
+    tool_name: str | None = None
+    """Which offered tool was called (``None``: the submission tool, when ``tool_called``)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +287,10 @@ class ReasonTurn:
         max_attempts: The node's bound.
         node_id: The asking node (for scripted doubles and logs).
         frame_key: The asking frame.
+        ask: The questions tool, when the model may still ask (it must then call one of the
+            two tools).
+        rounds: The rounds of questions answered so far, oldest first: replayed before
+            ``history`` as the model's calls and their results.
 
     """
 
@@ -144,6 +302,8 @@ class ReasonTurn:
     max_attempts: int = 1
     node_id: str = ""
     frame_key: str = ""
+    ask: ForcedTool | None = None
+    rounds: tuple[AnsweredRound, ...] = ()
 
 
 @runtime_checkable
@@ -167,7 +327,7 @@ class Reasoner(Protocol):
         ...
 
 
-AttemptOutcome = Literal["accepted", "invalid", "malformed", "no_tool_call", "refused"]
+AttemptOutcome = Literal["accepted", "invalid", "malformed", "no_tool_call", "refused", "asked"]
 
 
 @dataclass(frozen=True)
@@ -185,10 +345,13 @@ class ReasonOutcome:
     """How the loop ended.
 
     Attributes:
-        arguments: The accepted arguments (``None`` when every attempt was rejected).
+        arguments: The accepted arguments (``None`` when every attempt was rejected, or the
+            model asked).
         attempts: Every attempt, in order, with its tokens.
         model: The model that answered last.
         stopped: Why the loop stopped before another turn, when ``before_turn`` said so.
+        asked: The ``ask_questions`` arguments, when the model asked instead of answering.
+        call_id: That call's id.
 
     """
 
@@ -197,6 +360,8 @@ class ReasonOutcome:
     model: str = ""
     stopped: str | None = None
     """Why the loop stopped before another turn (a budget), when it did."""
+    asked: dict[str, Any] | None = None
+    call_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -232,21 +397,33 @@ def schema_errors(schema: Mapping[str, Any], value: Any) -> list[str]:
     return out
 
 
-def _judge(reply: ReasonReply, schema: Mapping[str, Any]) -> tuple[AttemptOutcome, list[str]]:
+def _judge(
+    reply: ReasonReply, schema: Mapping[str, Any], may_ask: bool = False
+) -> tuple[AttemptOutcome, list[str]]:
     if reply.refusal is not None:
         return "refused", [f"The model refused: {reply.refusal}"]
     if not reply.tool_called:
+        also = f" (or {ASK_TOOL})" if may_ask else ""
         return "no_tool_call", [
-            f"The tool {SUBMIT_TOOL} was never called; a structured result is required."
+            f"The tool {SUBMIT_TOOL}{also} was never called; a structured result is required."
+        ]
+    asking = reply.tool_name == ASK_TOOL
+    if asking and not may_ask:
+        return "no_tool_call", [
+            f"No more questions may be asked; call {SUBMIT_TOOL} with your result."
         ]
     if reply.malformed is not None:
         return "malformed", [f"The arguments are not a JSON object: {reply.malformed}"]
     if not isinstance(reply.arguments, dict):
         return "malformed", ["The arguments must be a JSON object."]
-    errors = schema_errors(schema, reply.arguments)
+    errors = (
+        questionnaire_problems(reply.arguments)
+        if asking
+        else schema_errors(schema, reply.arguments)
+    )
     if errors:
         return "invalid", errors
-    return "accepted", []
+    return ("asked" if asking else "accepted"), []
 
 
 def _feedback(problems: list[str]) -> str:
@@ -270,6 +447,8 @@ async def reason(
     frame_key: str = "",
     on_attempt: Callable[[AttemptRecord], Awaitable[None] | None] | None = None,
     before_turn: Callable[[tuple[AttemptRecord, ...], str], str | None] | None = None,
+    asks_left: int = 0,
+    rounds: tuple[AnsweredRound, ...] = (),
 ) -> ReasonOutcome:
     """Ask until an answer validates or ``max_attempts`` are spent (see the module docstring).
 
@@ -283,6 +462,8 @@ async def reason(
         on_attempt: Called after each attempt with its record (to log tokens, to heartbeat).
         before_turn: Asked before every turn after the first, with the turns so far and the
             model that answered; a message it returns stops the loop there (a budget spent).
+        asks_left: Rounds of questions the model may still ask (0: it must answer).
+        rounds: The rounds answered so far (the conversation goes on from them).
 
     Raises:
         ReasonerError: the provider failed (not the model's answer: that is retried here).
@@ -290,6 +471,7 @@ async def reason(
 
     """
     tool = forced_tool(schema)
+    ask = ask_tool() if asks_left > 0 else None
     history: list[RejectedAttempt] = []
     records: list[AttemptRecord] = []
     model = ""
@@ -308,6 +490,8 @@ async def reason(
                     max_attempts=max_attempts,
                     node_id=node_id,
                     frame_key=frame_key,
+                    ask=ask,
+                    rounds=rounds,
                 )
             )
         except Exception as exc:
@@ -315,7 +499,7 @@ async def reason(
             exc.model = model  # type: ignore[attr-defined]
             raise
         model = reply.model or model
-        outcome, problems = _judge(reply, schema)
+        outcome, problems = _judge(reply, schema, may_ask=ask is not None)
         record = AttemptRecord(attempt, outcome, reply.usage, tuple(problems))
         records.append(record)
         if on_attempt is not None:
@@ -324,5 +508,9 @@ async def reason(
                 await done
         if outcome == "accepted":
             return ReasonOutcome(dict(reply.arguments), tuple(records), model)
+        if outcome == "asked":
+            return ReasonOutcome(
+                None, tuple(records), model, asked=dict(reply.arguments), call_id=reply.call_id
+            )
         history.append(RejectedAttempt(reply, _feedback(problems)))
     return ReasonOutcome(None, tuple(records), model)

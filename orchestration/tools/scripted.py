@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestration.tools.reasoning import ReasonReply, ReasonTurn, TokenUsage
+from orchestration.tools.reasoning import ASK_TOOL, ReasonReply, ReasonTurn, TokenUsage
 
-__all__ = ["NoToolCall", "Refusal", "ScriptedReasoner", "example_for_schema"]
+__all__ = ["Ask", "NoToolCall", "Refusal", "ScriptedReasoner", "example_for_schema"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,25 @@ class NoToolCall:
     text: str = "Here is my answer in prose."
 
 
+@dataclass(frozen=True)
+class Ask:
+    """Script value: the model asks these questions (``ask_questions``) instead of answering.
+
+    Each question is ``{"id", "prompt", "kind": "text"|"choice", "options"?, "multiple"?}``;
+    only a node that may still ask is offered the tool (otherwise the turn is rejected).
+    """
+
+    questions: tuple[Mapping[str, Any], ...]
+
+    @classmethod
+    def text(cls, question_id: str, prompt: str) -> Ask:
+        """One free-text question."""
+        return cls(({"id": question_id, "prompt": prompt, "kind": "text"},))
+
+
 Answer = Any
 """A mapping (the tool's arguments), a string (raw argument text, decoded as JSON: a way to
-script malformed arguments), :class:`Refusal`, :class:`NoToolCall`, a
+script malformed arguments), :class:`Refusal`, :class:`NoToolCall`, :class:`Ask`, a
 :class:`~orchestration.tools.reasoning.ReasonReply`, an exception (raised), ``None`` (an example
 built from the schema), or a callable taking the :class:`ReasonTurn` and returning any of
 these (sync or async)."""
@@ -86,7 +102,8 @@ class ScriptedReasoner:
 
     Args:
         scripts: Per node id, one :data:`Answer` (used for every attempt) or a list of them
-            (one per attempt; the last repeats).
+            (one per turn: attempts count on across rounds of questions, so ``[Ask(...),
+            Ask(...), {...}]`` asks twice, then answers; the last repeats).
         default: The answer for unscripted nodes (``None``: an example built from the schema).
         name: How the reasoner names itself in results and logs.
 
@@ -117,7 +134,8 @@ class ScriptedReasoner:
         if isinstance(script, list | tuple):
             if not script:
                 return None
-            return script[min(turn.attempt, len(script)) - 1]
+            index = len(turn.rounds) + turn.attempt
+            return script[min(index, len(script)) - 1]
         return script
 
     async def turn(self, turn: ReasonTurn) -> ReasonReply:
@@ -143,6 +161,18 @@ class ScriptedReasoner:
         if isinstance(answer, NoToolCall):
             usage = TokenUsage(_estimate(sent), _estimate(answer.text))
             return ReasonReply(text=answer.text, usage=usage, model=self._name)
+        if isinstance(answer, Ask):
+            arguments = {"questions": [dict(q) for q in answer.questions]}
+            raw = json.dumps(arguments, sort_keys=True)
+            return ReasonReply(
+                tool_called=True,
+                tool_name=ASK_TOOL,
+                arguments=arguments,
+                call_id=f"ask_{turn.node_id}_{len(turn.rounds) + 1}",
+                raw_arguments=raw,
+                usage=TokenUsage(_estimate(sent), _estimate(raw)),
+                model=self._name,
+            )
         if answer is None:
             answer = example_for_schema(turn.tool.input_schema)
         raw = answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)

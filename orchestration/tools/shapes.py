@@ -122,6 +122,26 @@ class ToolShape:
             return None
         return None
 
+    def arguments_problem(self, args: Mapping[str, Any]) -> str | None:
+        """Why a whole set of call arguments does not fit this shape, or ``None``.
+
+        An argument the tool does not take (unless it takes any), a required one left out,
+        and a value its schema refuses: what an approver's edit is checked against.
+        """
+        properties = self.properties
+        if not self.open:
+            unknown = sorted(name for name in args if name not in properties)
+            if unknown:
+                return f"it takes no argument {', '.join(unknown)}"
+        missing = [name for name in self.required if name not in args]
+        if missing:
+            return f"it requires {', '.join(missing)}"
+        for name, value in args.items():
+            problem = self.literal_problem(name, value)
+            if problem is not None:
+                return f"argument {name}: {problem}"
+        return None
+
     def field_problem(self, arg: str, declared: DeclaredField, *, many: bool) -> str | None:
         """Why a reference to a field declared ``declared`` can never be argument ``arg``.
 

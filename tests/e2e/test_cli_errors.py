@@ -77,6 +77,11 @@ def cases(tmp: Path) -> dict[tuple[str, ...], tuple[list[str], str, int]]:
                              "temporal_unreachable", 3),
         ("run", "graph"): (["run", "graph", "p", *UNREACHABLE, *store],
                            "temporal_unreachable", 3),
+        ("run", "gates"): (["run", "gates", "p", *store], "run_not_found", 2),
+        ("run", "decide"): (["run", "decide", "p", "k", "approve", "--args", "[1", *UNREACHABLE,
+                             *store], "bad_input", 2),
+        ("run", "answer"): (["run", "answer", "p", "k", "--json", "{bad", *UNREACHABLE, *store],
+                            "bad_input", 2),
         ("dev",): (["dev", "--toolbox", "nosuch.m:X", "--data", str(tmp / "dev")],
                    "bad_import_spec", 2),
         ("mcp",): (["mcp", "--tools", "nosuch.m:X", *store], "bad_import_spec", 2),
@@ -200,3 +205,28 @@ def test_version_and_the_exit_status_table() -> None:
     assert "exit status:" in helped.stdout
     for status in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "7 ", "130 ", "141 "):
         assert f"  {status}" in helped.stdout or f" {status.strip()}  " in helped.stdout
+
+
+def test_gate_commands_refuse_bad_decisions_before_connecting(workdir: Path) -> None:
+    """`run decide` and `run answer`: arguments given twice, a rejection with arguments, a
+    response given twice or not at all, a response that is not JSON: each refused at once."""
+    store = ["--store", str(workdir / "plans.sqlite3"), *UNREACHABLE]
+    args = workdir / "args.json"
+    args.write_text('{"s": "x"}')
+    table = [
+        (["run", "decide", "p", "k", "approve", "--args", "{}", "--args-file", str(args)],
+         "bad_input", "not both"),
+        (["run", "decide", "p", "k", "reject", "--args", "{}"], "bad_input", "drop --args"),
+        (["run", "decide", "p", "k", "approve", "--args", "[1, 2]"], "bad_input", "JSON object"),
+        (["run", "answer", "p", "k", "--json", "1", "--file", str(args)], "bad_input",
+         "not both"),
+        (["run", "answer", "p", "k", "--file", str(workdir / "missing.json")],
+         "file_unreadable", "missing.json"),
+        (["run", "decide", "p", "k", "maybe"], "usage", "invalid choice"),
+    ]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda case: run([*case[0], *store], json_mode=False), table))
+    for (_, code, says), result in zip(table, results, strict=True):
+        assert_refused(result, code, 2, json_mode=False)
+        assert says in result.stderr, result.stderr
+

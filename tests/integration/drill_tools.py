@@ -47,6 +47,12 @@ async def ledger_write(ledger: str, seconds: float, context: ToolContext) -> dic
     return {"value": context.node_id}
 
 
+@TOOLBOX.tool("upper")
+def upper(s: str) -> str:
+    """``s`` in capitals: the call the gate drills approve (its input shape is ``{s: str}``)."""
+    return s.upper()
+
+
 @TOOLBOX.tool("huge")
 def huge() -> str:
     """A result far over Temporal's 2 MiB payload limit."""

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import sys
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -36,6 +39,9 @@ from orchestration.types import (
 from tests.support.hosts import replay_all
 from workers.runs import TemporalRuns
 from workflows.runlog import log_from_history
+
+ORCH = str(Path(sys.executable).parent / "orch")
+"""The installed `orch` command beside this interpreter."""
 
 FAST_RETRY = RunSettings(
     retry=RetrySettings(initial_interval_seconds=0.05, maximum_interval_seconds=0.2)
@@ -138,6 +144,20 @@ async def replay(
     )
 
 
+async def orch_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run the real `orch` without blocking this loop (the worker runs here)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "TEMPORAL_"))}
+    proc = await asyncio.create_subprocess_exec(
+        ORCH,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**clean, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode is not None
+    assert "Traceback" not in err.decode(), err.decode()
+    return proc.returncode, out.decode(), err.decode()
 
 
 async def approved_chain(

@@ -7,13 +7,11 @@ the codec `ORCH_CODEC_KEYS` configures, and refused by name without it.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import itertools
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,28 +29,11 @@ from workers.codec import AesGcmCodec
 from workers.devserver import DevServer
 from workers.worker import build_worker, connect
 
-from .harness import approved_chain, make_toolbox, unique_plan_id
+from .harness import approved_chain, make_toolbox, orch_cli, unique_plan_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-ORCH = str(Path(sys.executable).parent / "orch")
 SECRET = "plaintext-marker-7f3a"
-
-
-async def orch_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """Run the real `orch` without blocking this loop (the worker runs here)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "TEMPORAL_"))}
-    proc = await asyncio.create_subprocess_exec(
-        ORCH,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**clean, **(env or {})},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    assert proc.returncode is not None
-    assert "Traceback" not in err.decode(), err.decode()
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def approved(orch: Orchestration, plan_id: str, tool: str, **options: Any) -> None:

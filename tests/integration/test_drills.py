@@ -1,4 +1,5 @@
-"""Failure drills: a worker killed mid-call, the server restarted mid-run, oversized results."""
+"""Failure drills: a worker killed mid-call, the server restarted mid-run, oversized results,
+and runs waiting at gates through both."""
 
 from __future__ import annotations
 
@@ -9,16 +10,27 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from orchestration.run.expand import expand_log
+from orchestration.errors import GateRefusedError
+from orchestration.run.expand import expand_log, project_log
 from orchestration.run.fold import fold_run
 from orchestration.run.log import LogEntry
-from orchestration.run.messages import RunSettings, RunStatus
+from orchestration.run.messages import (
+    GateAck,
+    GateAnswer,
+    GateApproval,
+    PendingGateDecision,
+    PlanRunResult,
+    RunSettings,
+    RunStatus,
+    workflow_id_for,
+)
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch
-from orchestration.types import StringField
+from orchestration.types import ApprovalGate, NodeRef, RawPlanView, StringField, TextInput
 from tests.support.hosts import strip_times
 from tests.support.processes import kill, wait_for, worker_process
 from workers.devserver import DevServer
+from workers.runs import TemporalRuns
 from workers.worker import build_worker, connect
 from workflows.runlog import log_from_history
 
@@ -251,3 +263,140 @@ async def test_oversized_result_fails_the_node_without_retrying(
     failed = [e for e in events if e.kind == "node_settled" and e.outcome.status == "failed"]  # type: ignore[union-attr]
     assert failed[0].outcome.error.name == "output_too_large"  # type: ignore[union-attr]
     assert "artifact" in failed[0].outcome.error.message  # type: ignore[union-attr]
+
+
+WAITING_RUNS = 50
+REPLY = "confidential-reply-r4p9"
+"""In every response: no log line of a worker may hold it."""
+
+
+def waiting_plan(plan_id: str) -> RawPlanView:
+    """entry → send (upper, approved before it runs); entry → ask (text) → greet (upper of it)."""
+    value = [StringField(path="value")]
+    return (
+        PlanSketch(plan_id)
+        .entry(StringField(path="s"))
+        .call("send", "upper", args={"s": NodeRef("entry", path="s")}, output=value,
+              gate=ApprovalGate(on="arguments"))
+        .input("ask", TextInput(), "Reply to ", NodeRef("entry", path="s"))
+        .call("greet", "upper", args={"s": NodeRef("ask", path="text")}, output=value)
+        .edge("entry", "send")
+        .edge("entry", "ask")
+        .edge("ask", "greet")
+        .view()
+    )
+
+
+async def test_runs_waiting_at_gates_survive_a_killed_worker_and_a_restarted_server(
+    tmp_path: Path, task_queue: str
+) -> None:
+    """50 runs wait at two gates each on one worker process; the worker is SIGKILLed and the
+    server restarted while they wait; on a new worker every gate is decided (each decision sent
+    twice, as a retrying client would): every run completes, each request is decided exactly
+    once, and no worker log line holds a response."""
+    server = DevServer(
+        db_file=tmp_path / "temporal.sqlite3", ui=False, log_file=tmp_path / "server.log"
+    )
+    path = tmp_path / "plans.sqlite3"
+    flags = ("--spool-dir", str(tmp_path / "spool"))
+    logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
+    plan_ids = [unique_plan_id(f"wait{i}") for i in range(WAITING_RUNS)]
+    async with server:
+        client = await connect(server.address)
+        store = SqlitePlanStore(path)
+        first = worker_process(server.address, task_queue, logs[0], path, flags=flags)
+        try:
+            for i, plan_id in enumerate(plan_ids):
+                await start_run(client, task_queue, store, waiting_plan(plan_id), {"s": f"m{i}"})
+
+            async def all_waiting() -> bool:
+                """Every run waits at both gates, durably: the store shows both requests, and
+                the workflow task that mirrored them has completed (nothing is pending), so
+                its entries are in history, not only in the store."""
+                for plan_id in plan_ids:
+                    log = await store.read_run_log(plan_id)
+                    if not log:  # not yet mirrored
+                        return False
+                    gates = project_log(log).gates
+                    if sum(1 for g in gates.values() if g.current is not None) < 2:
+                        return False
+                    handle = client.get_workflow_handle(workflow_id_for(plan_id))
+                    described = await handle.describe()
+                    if described.raw_description.HasField("pending_workflow_task"):
+                        return False
+                return True
+
+            deadline = time.monotonic() + 90
+            while not await all_waiting():
+                assert time.monotonic() < deadline, "the runs did not all reach their gates"
+                await asyncio.sleep(0.2)
+        finally:
+            kill(first)
+        server.stop()
+        await asyncio.sleep(1.0)
+        server.start()
+        await server.wait_ready()
+        second = worker_process(server.address, task_queue, logs[1], path, flags=flags)
+        try:
+            runs = TemporalRuns(client, store, task_queue=task_queue)
+            decisions: list[tuple[str, PendingGateDecision]] = []
+            for i, plan_id in enumerate(plan_ids):
+                gates = project_log(await store.read_run_log(plan_id)).gates
+                for key, gate in gates.items():
+                    assert gate.current is not None, (plan_id, key)
+                    number = gate.current.request
+                    decision: PendingGateDecision = (
+                        GateApproval(frame_key=key, request=number, decision="approved",
+                                     decided_by="alice")
+                        if gate.node_id == "send"
+                        else GateAnswer(frame_key=key, request=number,
+                                        response=f"{REPLY} {i}", provided_by="bob")
+                    )
+                    decisions.append((plan_id, decision))
+            limit = asyncio.Semaphore(10)
+
+            async def send(plan_id: str, decision: PendingGateDecision) -> GateAck | str:
+                async with limit:
+                    try:
+                        return await runs.decide(plan_id, decision)
+                    except GateRefusedError as exc:
+                        return exc.code
+
+            acks = await asyncio.gather(*(send(p, d) for p, d in decisions + decisions))
+            firsts, repeats = acks[: len(decisions)], acks[len(decisions) :]
+            for (_, decision), ack, again in zip(decisions, firsts, repeats, strict=True):
+                assert isinstance(ack, GateAck) and ack.applied, (decision.frame_key, ack)
+                assert again == ack or again == "gate_already_decided", (ack, again)
+
+            async def result(plan_id: str) -> str:
+                handle = client.get_workflow_handle(
+                    workflow_id_for(plan_id), result_type=PlanRunResult
+                )
+                return (await handle.result()).outcome
+
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(*(result(p) for p in plan_ids)), timeout=90
+            )
+        finally:
+            kill(second)
+        assert outcomes == ["completed"] * WAITING_RUNS
+
+        for i, plan_id in enumerate(plan_ids):
+            events = await replay(client, plan_id, store)
+            decided = [(e.frame.key, e.request) for e in events if e.kind == "gate_decided"]  # type: ignore[union-attr]
+            assert sorted(decided) == sorted(set(decided)) and len(decided) == 2, decided
+            assert not [e for e in events if e.kind == "gate_timed_out"]
+            projection = fold_run(events)
+            outcomes_by_node = {
+                g.node_id: [r.outcome for r in g.history] for g in projection.gates.values()
+            }
+            assert outcomes_by_node == {"send": ["approved"], "ask": ["answered"]}
+            greeted = next(o for k, o in projection.outputs.items() if k.startswith("greet:"))
+            assert greeted.items[0].json_ == {"value": f"{REPLY} {i}".upper()}
+        await store.close()
+
+    for log in logs:
+        lines = log.read_text().splitlines()
+        assert any("worker started" in line for line in lines), log
+        leaked = [line for line in lines if REPLY in line or REPLY.upper() in line]
+        assert not leaked, leaked[:3]

@@ -1,8 +1,9 @@
 """One semantics, two hosts (ruling 33): every scenario's log on Temporal is the in-process log.
 
 Each scenario runs in process and as ``PlanRun`` on the dev server, with the same plan id, the
-same tools, model script, prices and operator answers; the two compact logs must be equal entry
-for entry (timestamps aside), the scenario's checks must hold on Temporal too, and the Temporal
+same tools, model script, prices and operator answers (and the same decisions at gates); the
+two compact logs must be equal entry for entry (timestamps and gate deadlines aside), the
+scenario's checks must hold on Temporal too, and the Temporal
 run's history must replay in the sandbox.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from tests.support.hosts import InProcessHost, TemporalHost, strip_times, untimed
+from tests.support.hosts import InProcessHost, TemporalHost, strip_times, timeless
 from tests.support.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -31,6 +32,6 @@ async def test_both_hosts_record_the_same_log(
     remote_log, remote = await TemporalHost(client, task_queue, tmp_path).run(scenario, plan_id)
     assert remote.outcome == scenario.outcome, remote.interruption
     assert strip_times(remote_log) == strip_times(local_log)
-    assert untimed(remote) == untimed(local)
+    assert timeless(remote) == timeless(local)
     if scenario.check is not None:
         scenario.check(remote)

@@ -2,28 +2,44 @@
 
 Both store the plan in a real SQLite plan store and approve it, start its one run through the
 host's public client (:class:`~orchestration.run.host.InProcessRuns`,
-:class:`~workers.runs.TemporalRuns`), answer halted frames as the scenario says, and return the
-run's compact log (as the store holds it) and its projection.
+:class:`~workers.runs.TemporalRuns`), answer halted frames and gates as the scenario says, and
+return the run's compact log (as the store holds it) and its projection.
+
+Gates are answered by :func:`speak` over each host's own surface: the in-process run's
+``waiting`` and ``decide``, the workflow's ``waiting`` query and ``decide``/``answer`` updates.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError
 
+from orchestration.errors import GateRefusedError
 from orchestration.run.host import InProcessRuns
 from orchestration.run.log import LogEntry
+from orchestration.run.messages import GateAck, PendingGateDecision, WaitingGate
 from orchestration.run.work import FrameWork
 from orchestration.store.base import PlanStore
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import approve_into
 from orchestration.types import RunProjection
-from tests.support.scenarios import CELLS, Scenario, make_tools
+from tests.support.scenarios import CELLS, SETTINGS, Scenario, make_reasoner, make_tools
 
-__all__ = ["InProcessHost", "TemporalHost", "replay_all", "strip_times", "untimed"]
+__all__ = [
+    "InProcessHost",
+    "TemporalHost",
+    "replay_all",
+    "speak",
+    "strip_times",
+    "timeless",
+    "untimed",
+]
+
+_TIMES = ("at", "deadline", "requested_at", "decided_at", "started", "ended")
 
 
 async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
@@ -53,8 +69,11 @@ async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
 
 
 def strip_times(log: list[LogEntry]) -> list[dict[str, Any]]:
-    """Entries as JSON dicts without their ``at`` and ``started`` stamps (clocks decide them)."""
-    return [entry.model_dump(mode="json", exclude={"at", "started"}) for entry in log]
+    """Entries as JSON dicts without their ``at`` and ``started`` stamps and gate deadlines
+    (clocks decide them)."""
+    return [
+        entry.model_dump(mode="json", exclude={"at", "started", "deadline"}) for entry in log
+    ]
 
 
 def untimed(projection: RunProjection) -> RunProjection:
@@ -64,6 +83,58 @@ def untimed(projection: RunProjection) -> RunProjection:
         for key, records in projection.attempts.items()
     }
     return projection.model_copy(update={"attempts": attempts})
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if k not in _TIMES}
+    if isinstance(value, list | tuple):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def timeless(projection: RunProjection) -> dict[str, Any]:
+    """A projection as JSON without the times its gates' requests carry."""
+    return _without_times(projection.model_dump(mode="python", by_alias=False))  # type: ignore[no-any-return]
+
+
+async def speak(
+    scenario: Scenario,
+    waiting: Callable[[], Awaitable[list[WaitingGate]]],
+    decide: Callable[[PendingGateDecision], Awaitable[GateAck]],
+    done: Callable[[], bool],
+) -> list[tuple[str, int, str]]:
+    """Say at each request what the scenario says, as requests open, until the run is done.
+
+    Returns ``(node, request, what became of it)`` per decision; a mismatch with what the
+    scenario expects fails at once.
+    """
+    said: list[tuple[str, int, str]] = []
+    handled: set[tuple[str, int]] = set()
+    while not done():
+        for gate in await waiting():
+            mark = (gate.frame_key, gate.request.request)
+            if mark in handled:
+                continue
+            handled.add(mark)
+            scripts = scenario.gates.get(gate.node_id, ())
+            if gate.request.request > len(scripts):
+                continue
+            for say in scripts[gate.request.request - 1]:
+                if say.late:
+                    while not done() and any(
+                        (g.frame_key, g.request.request) == mark for g in await waiting()
+                    ):
+                        await asyncio.sleep(0.05)
+                try:
+                    ack = await decide(say.decision(gate))
+                    became = "applied" if ack.applied else "skipped"
+                except GateRefusedError as exc:
+                    became = exc.code
+                said.append((gate.node_id, gate.request.request, became))
+                assert became == say.expect, (gate.node_id, gate.request.request, became, say)
+        await asyncio.sleep(0.05)
+    return said
 
 
 class InProcessHost:
@@ -81,16 +152,27 @@ class InProcessHost:
             work = FrameWork(
                 make_tools(),
                 cells=CELLS,
-                reasoner=scenario.reasoner() if scenario.reasoner is not None else None,
+                reasoner=scenario.reasoner() if scenario.reasoner is not None else make_reasoner(),
                 prices=scenario.prices,
             )
-            runs = InProcessRuns(store, work, settings=scenario.settings)
+            runs = InProcessRuns(store, work, settings=scenario.settings or SETTINGS)
             run = await runs.start(
                 plan_id,
                 scenario.run_input,
                 on_halt=lambda dispatch: scenario.decisions.get(dispatch.node.id),
             )
-            projection = await run.wait()
+
+            async def waiting() -> list[WaitingGate]:
+                return run.waiting()
+
+            said = asyncio.ensure_future(speak(scenario, waiting, run.decide, lambda: run.done))
+            ended = asyncio.ensure_future(run.wait())
+            await asyncio.wait({said, ended}, return_when=asyncio.FIRST_EXCEPTION)
+            if said.done() and said.exception() is not None:
+                ended.cancel()
+                await said
+            projection = await ended
+            await said
             return await store.read_run_log(plan_id), projection
         finally:
             await store.close()
@@ -119,17 +201,33 @@ class TemporalHost:
                 toolbox=make_tools(),
                 store=store,
                 evaluators=list(CELLS),
-                reasoner=scenario.reasoner() if scenario.reasoner is not None else None,
+                reasoner=scenario.reasoner() if scenario.reasoner is not None else make_reasoner(),
                 prices=scenario.prices,
             )
             async with worker:
                 runs = TemporalRuns(
-                    self.client, store, task_queue=self.task_queue, settings=scenario.settings
+                    self.client,
+                    store,
+                    task_queue=self.task_queue,
+                    settings=scenario.settings or SETTINGS,
                 )
                 handle = await runs.start(plan_id, dict(scenario.run_input))
                 waiting = asyncio.ensure_future(handle.result())
+
+                async def gates() -> list[WaitingGate]:
+                    try:
+                        return await runs.waiting(plan_id)
+                    except Exception:  # noqa: BLE001 - the run closed between two polls
+                        return []
+
+                async def decide(decision: PendingGateDecision) -> GateAck:
+                    return await runs.decide(plan_id, decision)
+
+                said = asyncio.ensure_future(speak(scenario, gates, decide, waiting.done))
                 answered: set[str] = set()
                 while not waiting.done():
+                    if said.done() and said.exception() is not None:
+                        await said
                     if scenario.decisions:
                         status = await runs.status(plan_id)
                         for key in status.halted:
@@ -138,6 +236,7 @@ class TemporalHost:
                                 answered.add(key)
                                 await runs.resolve(plan_id, key, scenario.decisions[node])
                     await asyncio.wait({waiting}, timeout=0.05)
+                await said
                 try:
                     waiting.result()
                 except WorkflowFailureError:

@@ -10,6 +10,12 @@ fail a frame's first attempts and succeed later ones, or lose an attempt (sleep 
 start-to-close timeout), identically on both hosts. A scenario with reason nodes brings a
 scripted reasoner (made fresh for each host, so its counters start alike) and, for costs, a
 price table; both hosts use the same ones.
+
+Gate scenarios say what a person does at each request (:class:`Say`): a decision and what must
+become of it (applied, skipped, or refused with a code), optionally only once the request has
+closed (a late decision). Both hosts hand the same decisions over their own surface (the
+in-process run's ``decide``, the workflow's updates) as the requests open, and a scenario's
+plan is a chain, so its log does not depend on when a person answers.
 """
 
 from __future__ import annotations
@@ -18,22 +24,36 @@ import asyncio
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orchestration.errors import ContextWindowExceededError, ReasonerUnavailableError
 from orchestration.plan.encoding import NodeRef
 from orchestration.predicates.structured import StructuredCell
-from orchestration.run.messages import RetrySettings, RunSettings
+from orchestration.run.messages import (
+    GateAnswer,
+    GateApproval,
+    PendingGateDecision,
+    RetrySettings,
+    RunSettings,
+    WaitingGate,
+)
 from orchestration.run.routes import BranchId, EdgeSegment, frame_key
-from orchestration.testing import PlanSketch, ScriptedReasoner
+from orchestration.testing import Ask, PlanSketch, ScriptedReasoner
 from orchestration.tools.contracts import BranchVerdict, PredicateContext
 from orchestration.tools.pricing import ModelPrice, PriceTable
 from orchestration.tools.reasoning import Reasoner, ReasonTurn
 from orchestration.tools.toolbox import Toolbox, ToolContext
 from orchestration.types import (
+    ApprovalGate,
+    AskPolicy,
     BranchNode,
+    ChoiceInput,
+    FileInput,
+    FormField,
+    FormInput,
+    InputChoice,
     JoinQuorum,
     JoinStrategy,
     NodeBudget,
@@ -44,9 +64,18 @@ from orchestration.types import (
     RunProjection,
     SelectNode,
     StringField,
+    TextInput,
 )
 
-__all__ = ["CELLS", "SCENARIOS", "SETTINGS", "Scenario", "make_tools"]
+__all__ = [
+    "CELLS",
+    "SCENARIOS",
+    "SETTINGS",
+    "Say",
+    "Scenario",
+    "make_reasoner",
+    "make_tools",
+]
 
 Decision = Literal["retry", "skip", "abort"]
 
@@ -82,6 +111,10 @@ def make_tools() -> Toolbox:
     @tools.tool("upper")
     def upper(s: str) -> str:
         return s.upper()
+
+    @tools.tool("echo")
+    def echo(s: str, times: int = 1) -> dict[str, Any]:
+        return {"value": s * times, "n": times}
 
     @tools.tool("stamp")
     def stamp(context: ToolContext, **args: Any) -> dict[str, Any]:
@@ -151,9 +184,48 @@ CELLS = (StructuredCell(), ExplodingCell())
 """The cells both hosts run: the structured cell, and one that raises."""
 
 
+def make_reasoner() -> ScriptedReasoner:
+    """The scenarios' model: ``think`` asks twice, then answers from the answers it got."""
+
+    def answer(turn: Any) -> dict[str, Any]:
+        given = [dict(r.answers) for r in turn.rounds]
+        return {"answer": "/".join(str(v) for a in given for v in a.values())}
+
+    return ScriptedReasoner(
+        {
+            "think": [
+                Ask.text("city", "Which city?"),
+                Ask(({"id": "size", "prompt": "How big?", "kind": "choice",
+                      "options": [{"id": "s", "label": "Small"}, {"id": "l", "label": "Large"}]},)),
+                answer,
+            ]
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Say:
+    """What a person does at one request: a decision, and what must become of it.
+
+    Attributes:
+        decision: Builds the decision from the request as the person reads it.
+        expect: ``applied``, ``skipped``, or the code it is refused with.
+        late: Send it only once the request has closed (it timed out).
+
+    """
+
+    decision: Callable[[WaitingGate], PendingGateDecision]
+    expect: str = "applied"
+    late: bool = False
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """A plan, its input, the operator's answers to halts, and what must hold at its end."""
+    """A plan, its input, the operator's answers to halts, and what must hold at its end.
+
+    ``gates`` says, per node, what is said at each of its requests in order (a request with
+    nothing said waits for its timeout); ``settings`` replaces the hosts' run settings.
+    """
 
     build: Callable[[str], RawPlanView]
     run_input: Mapping[str, Any]
@@ -166,6 +238,7 @@ class Scenario:
     reasoner: Callable[[], Reasoner] | None = None
     """Makes the scripted model (fresh per host run, so both hosts see the same answers)."""
     prices: PriceTable | None = None
+    gates: Mapping[str, Sequence[Sequence[Say]]] = field(default_factory=dict)
 
 
 def _measure_key() -> str:
@@ -423,6 +496,47 @@ def two_thoughts(budget: int | None = None) -> Callable[[str], RawPlanView]:
     return build
 
 
+# -- gates ---------------------------------------------------------------------------------------
+
+ECHOED = [StringField(path="value"), NumberField(path="n")]
+CHOICE = ChoiceInput(options=(InputChoice(id="eu", label="Europe"), InputChoice(id="us",
+                                                                              label="Americas")))
+
+
+def gated(
+    on: str = "arguments",
+    *,
+    editable: tuple[str, ...] | None = None,
+    timeout: str | None = None,
+    on_timeout: str | None = None,
+    autonomous: bool | None = None,
+    error_edge: bool = False,
+    then_gate: bool = False,
+) -> Callable[[str], RawPlanView]:
+    """entry → work (echo, gated) → after (gated too with ``then_gate``); optionally
+    work -error-> rescue."""
+
+    def build(plan_id: str) -> RawPlanView:
+        gate = ApprovalGate(
+            on=on,  # type: ignore[arg-type]
+            summary="send the greeting",
+            editable=editable,
+            timeout=timeout,
+            on_timeout=on_timeout,  # type: ignore[arg-type]
+            autonomous=autonomous,
+        )
+        s = PlanSketch(plan_id).entry(StringField(path="s"))
+        s.call("work", "echo", args={"s": NodeRef("entry", path="s")}, output=ECHOED, gate=gate)
+        s.call("after", "echo", args={"s": NodeRef("work", path="value")}, output=ECHOED,
+               gate=ApprovalGate(on="arguments") if then_gate else None)
+        s.edge("entry", "work").edge("work", "after")
+        if error_edge:
+            s.call("rescue", "stamp", output=VALUE).edge("work", "rescue", "error")
+        return s.view()
+
+    return build
+
+
 def token_budget(plan_id: str) -> RawPlanView:
     return _with_bounds(two_thoughts(budget=500)(plan_id), max_tokens=200)
 
@@ -502,6 +616,96 @@ def _attempts(node: str, *expected: tuple[str, str | None]) -> Callable[[RunProj
     return check
 
 
+def asking(
+    schema: Any,
+    *,
+    timeout: str | None = None,
+    on_timeout: str | None = None,
+    default: Any = None,
+    read: str = "text",
+    then_gate: bool = False,
+) -> Callable[[str], RawPlanView]:
+    """entry → ask (an input request) → use (echo of one field of the response; gated before
+    it runs with ``then_gate``)."""
+
+    def build(plan_id: str) -> RawPlanView:
+        s = PlanSketch(plan_id).entry(StringField(path="s"))
+        s.input("ask", schema, "Please answer for ", NodeRef("entry", path="s"), timeout=timeout,
+                on_timeout=on_timeout, default=default)  # type: ignore[arg-type]
+        s.call("use", "echo", args={"s": NodeRef("ask", path=read)}, output=ECHOED,
+               gate=ApprovalGate(on="arguments") if then_gate else None)
+        return s.chain("entry", "ask", "use").view()
+
+    return build
+
+
+def asking_model(plan_id: str) -> RawPlanView:
+    """entry → think (may ask twice) → use (echo of its answer)."""
+    schema = (
+        '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}'
+    )
+    s = PlanSketch(plan_id).entry(StringField(path="s"))
+    s.reason("think", "Plan a trip for ", NodeRef("entry", path="s"), output_schema=schema,
+             max_attempts=2, asks=AskPolicy(max_rounds=2))
+    s.call("use", "echo", args={"s": NodeRef("think", path="answer")}, output=ECHOED)
+    return s.chain("entry", "think", "use").view()
+
+
+def approve(
+    by: str = "alice",
+    *,
+    args: dict[str, Any] | None = None,
+    digest: str | None = None,
+    feedback: str | None = None,
+) -> Callable[[WaitingGate], PendingGateDecision]:
+    def decide(gate: WaitingGate) -> PendingGateDecision:
+        return GateApproval(
+            frame_key=gate.frame_key,
+            request=gate.request.request,
+            decision="approved",
+            decided_by=by,
+            args=args,
+            digest=digest if digest is not None else gate.request.digest,
+            feedback=feedback,
+        )
+
+    return decide
+
+
+def reject(by: str = "alice", feedback: str | None = None) -> Callable[[WaitingGate],
+                                                                       PendingGateDecision]:
+    def decide(gate: WaitingGate) -> PendingGateDecision:
+        return GateApproval(frame_key=gate.frame_key, request=gate.request.request,
+                            decision="rejected", decided_by=by, feedback=feedback)
+
+    return decide
+
+
+def answer(response: Any, by: str = "bob") -> Callable[[WaitingGate], PendingGateDecision]:
+    def decide(gate: WaitingGate) -> PendingGateDecision:
+        return GateAnswer(frame_key=gate.frame_key, request=gate.request.request,
+                          response=response, provided_by=by)
+
+    return decide
+
+
+def _gate_outcomes(node: str, *outcomes: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        gates = [g for g in projection.gates.values() if g.node_id == node]
+        assert len(gates) == 1, projection.gates
+        assert [r.outcome for r in gates[0].history] == list(outcomes), gates[0].history
+
+    return check
+
+
+def _output(node: str, field_path: str, value: Any) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        found = [o for k, o in projection.outputs.items() if k.split(":", 1)[0] == node]
+        assert found and found[0].items[0].json_[field_path] == value, found
+
+    return check
+
+
 def _all(*checks: Callable[[RunProjection], None]) -> Callable[[RunProjection], None]:
     def check(projection: RunProjection) -> None:
         for each in checks:
@@ -534,11 +738,27 @@ def _budget(budget: str, node: str) -> Callable[[RunProjection], None]:
     return check
 
 
+def _automatic(node: str, automatic: bool) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        gate = next(g for g in projection.gates.values() if g.node_id == node)
+        assert bool(gate.history[-1].automatic) is automatic, gate.history
+
+    return check
+
+
 def _node_budget(budget: str, node: str) -> Callable[[RunProjection], None]:
     def check(projection: RunProjection) -> None:
         cause = projection.interruption
         assert cause is not None and cause.kind == "budget_exhausted", cause
         assert (cause.budget, cause.node_id) == (budget, node), cause  # type: ignore[union-attr]
+
+    return check
+
+
+def _feedback(node: str, text: str) -> Callable[[RunProjection], None]:
+    def check(projection: RunProjection) -> None:
+        gate = next(g for g in projection.gates.values() if g.node_id == node)
+        assert gate.history[-1].feedback == text, gate.history
 
     return check
 
@@ -600,6 +820,117 @@ def _measure_origin(obtained_by: str) -> Callable[[RunProjection], None]:
         assert origin.obtained_by == obtained_by, origin
 
     return check
+
+
+AUTONOMOUS = SETTINGS.model_copy(update={"autonomous": True})
+FORM = FormInput(fields=(FormField(id="name", label="Name", type="text", required=True),
+                         FormField(id="age", label="Age", type="number")))
+GATE_SCENARIOS: dict[str, Scenario] = {
+    "gate_arguments_approved": Scenario(
+        gated(), {"s": "hi"}, "completed", gates={"work": [[Say(approve())]]},
+        check=_all(_gate_outcomes("work", "approved"), _output("after", "value", "hi")),
+    ),
+    "gate_arguments_edited": Scenario(
+        gated(editable=("s",)), {"s": "hi"}, "completed",
+        gates={"work": [[Say(approve(args={"s": "hello"}))]]},
+        check=_all(_gate_outcomes("work", "approved"), _output("work", "value", "hello")),
+    ),
+    "gate_edit_not_allowed": Scenario(
+        gated(), {"s": "hi"}, "completed",
+        gates={"work": [[Say(approve(args={"s": "hello"}), "edit_not_allowed"),
+                         Say(approve())]]},
+        check=_output("work", "value", "hi"),
+    ),
+    "gate_stale_arguments": Scenario(
+        gated(), {"s": "hi"}, "completed",
+        gates={"work": [[Say(approve(digest="0" * 64), "stale_arguments"), Say(approve())]]},
+    ),
+    "gate_duplicate_decision": Scenario(
+        gated(then_gate=True), {"s": "hi"}, "completed",
+        gates={"work": [[Say(approve("alice")), Say(approve("bob"), "gate_already_decided")]],
+               "after": [[Say(approve("carol"))]]},
+        check=_gate_outcomes("work", "approved"),
+    ),
+    "gate_result_approved": Scenario(
+        gated("result"), {"s": "hi"}, "completed", gates={"work": [[Say(approve())]]},
+        check=_all(_gate_outcomes("work", "approved"), _output("after", "value", "hi")),
+    ),
+    "gate_result_rejected_with_feedback": Scenario(
+        gated("result", error_edge=True), {"s": "hi"}, "completed",
+        gates={"work": [[Say(reject(feedback="wrong recipient"))]]},
+        check=_all(_status("rescue", "done"), _status("after", "pending"),
+                   _feedback("work", "wrong recipient")),
+    ),
+    "gate_rejected_unhandled": Scenario(
+        gated(), {"s": "hi"}, "aborted", gates={"work": [[Say(reject(feedback="no"))]]},
+        check=_status("work", "failed"),
+    ),
+    "gate_answer_to_an_approval": Scenario(
+        gated(), {"s": "hi"}, "completed",
+        gates={"work": [[Say(answer("yes"), "not_an_input_gate"), Say(approve())]]},
+    ),
+    "gate_timeout_reject": Scenario(
+        gated(timeout="300ms", on_timeout="reject", error_edge=True), {"s": "hi"}, "completed",
+        check=_all(_gate_outcomes("work", "timed_out"), _status("rescue", "done")),
+    ),
+    "gate_timeout_halt": Scenario(
+        gated(timeout="300ms"), {"s": "hi"}, "halted",
+        check=_gate_outcomes("work", "timed_out"),
+    ),
+    "gate_autonomous_allowed": Scenario(
+        gated(autonomous=True), {"s": "hi"}, "completed", settings=AUTONOMOUS,
+        check=_all(_automatic("work", True), _output("after", "value", "hi")),
+    ),
+    "gate_autonomous_not_allowed": Scenario(
+        gated(), {"s": "hi"}, "completed", settings=AUTONOMOUS,
+        gates={"work": [[Say(approve())]]}, check=_automatic("work", False),
+    ),
+    "input_text": Scenario(
+        asking(TextInput()), {"s": "x"}, "completed", gates={"ask": [[Say(answer("Ada"))]]},
+        check=_all(_output("ask", "text", "Ada"), _output("use", "value", "Ada")),
+    ),
+    "input_choice_invalid_then_valid": Scenario(
+        asking(CHOICE, read="choice"), {"s": "x"}, "completed",
+        gates={"ask": [[Say(answer("asia"), "invalid_response"),
+                        Say(approve(), "answer_required"), Say(answer("us"))]]},
+        check=_output("use", "value", "us"),
+    ),
+    "input_form": Scenario(
+        asking(FORM, read="name"), {"s": "x"}, "completed",
+        gates={"ask": [[Say(answer({"age": 3}), "invalid_response"),
+                        Say(answer({"name": "Ada", "age": 36}))]]},
+        check=_output("ask", "age", 36),
+    ),
+    "input_file": Scenario(
+        asking(FileInput(accept=(".pdf",)), read="uri"), {"s": "x"}, "completed",
+        gates={"ask": [[Say(answer({"name": "cv.pdf", "size": 10, "uri": "s3://b/cv.pdf"}))]]},
+        check=_output("use", "value", "s3://b/cv.pdf"),
+    ),
+    "input_declined": Scenario(
+        asking(TextInput()), {"s": "x"}, "aborted",
+        gates={"ask": [[Say(reject(feedback="not mine to answer"))]]},
+        check=_gate_outcomes("ask", "rejected"),
+    ),
+    "input_timeout_default_late_answer": Scenario(
+        asking(CHOICE, timeout="300ms", on_timeout="default", default="eu", read="choice",
+               then_gate=True),
+        {"s": "x"}, "completed",
+        gates={"ask": [[Say(answer("us"), "skipped", late=True)]], "use": [[Say(approve())]]},
+        check=_all(_gate_outcomes("ask", "timed_out"), _output("use", "value", "eu")),
+    ),
+    "input_timeout_halt": Scenario(
+        asking(TextInput(), timeout="300ms"), {"s": "x"}, "halted",
+        check=_gate_outcomes("ask", "timed_out"),
+    ),
+    "questions_twice_then_answer": Scenario(
+        asking_model, {"s": "Lisbon"}, "completed",
+        gates={"think": [[Say(answer({"city": "Porto"}))],
+                         [Say(answer({"size": "xl"}), "invalid_response"),
+                          Say(answer({"size": "l"}))]]},
+        check=_all(_gate_outcomes("think", "answered", "answered"),
+                   _output("think", "answer", "Porto/l"), _output("use", "value", "Porto/l")),
+    ),
+}
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -742,3 +1073,4 @@ SCENARIOS: dict[str, Scenario] = {
         reasoner=_scripted(think={"score": 12}),
     ),
 }
+SCENARIOS.update(GATE_SCENARIOS)

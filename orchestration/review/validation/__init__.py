@@ -10,10 +10,10 @@ stable ``code`` and a message addressed to the model that authored the plan, nam
 Issues come in a fixed order, so two freezes of one plan report identically: the fold's own
 issues (passed in), then topology (entry, cycle), identity, handles and select wiring,
 reachability, joins, declared fields, references, taint, calls, call arguments against their
-tool's shape, reason nodes, transforms, cells, scaffold text, and bounds. Checks that need the
-single entry (reachability, dominance, routes) run only when there is exactly one; route
-counting also needs an acyclic graph. Every check runs on every plan otherwise, so an author
-sees all of a plan's problems at once.
+tool's shape, reason nodes, transforms, gates (approvals, input requests, questions), cells,
+scaffold text, and bounds. Checks that need the single entry (reachability, dominance, routes)
+run only when there is exactly one; route counting also needs an acyclic graph. Every check
+runs on every plan otherwise, so an author sees all of a plan's problems at once.
 
 ``validate`` never raises on a folded view: whatever a check or a cell raises becomes a
 blocking issue (``internal_error``), so an unchecked plan can never be frozen by accident.
@@ -31,6 +31,7 @@ from orchestration.review.validation.content import check_bounds, check_scaffold
 from orchestration.review.validation.context import CheckContext
 from orchestration.review.validation.dataflow import check_references
 from orchestration.review.validation.fields import check_declared_fields
+from orchestration.review.validation.gates import check_gates
 from orchestration.review.validation.inputs import (
     FreezeInputs,
     FreezeOverrides,
@@ -75,6 +76,7 @@ _BEFORE_CELLS: tuple[Callable[[CheckContext], list[PlanIssue]], ...] = (
     check_reasons,
     check_transforms,
     check_budgets,
+    check_gates,
 )
 _AFTER_CELLS: tuple[Callable[[CheckContext], list[PlanIssue]], ...] = (
     check_scaffold,

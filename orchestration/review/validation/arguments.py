@@ -25,6 +25,7 @@ import json
 from typing import Any
 
 from orchestration.plan.encoding import NodeRef, ParamRef
+from orchestration.plan.gates import input_fields
 from orchestration.plan.references import JOIN_FIELDS, decode_output_schema
 from orchestration.review.validation.context import CheckContext
 from orchestration.review.validation.issues import blocking
@@ -36,6 +37,7 @@ from orchestration.types import (
     DeclaredField,
     EntryDefinition,
     EnumField,
+    InputDefinition,
     NumberField,
     PlanIssue,
     PlanNode,
@@ -150,6 +152,8 @@ def _declared(node: PlanNode, path: str) -> DeclaredField | None:
         return next((f for f in fields if f.path == path), None)
     if node.kind == "join":
         return StringField(path=path) if path in JOIN_FIELDS else None
+    if isinstance(d, InputDefinition):
+        return next((f for f in input_fields(d.schema_) if f.path == path), None)
     if isinstance(d, ReasonDefinition):
         properties = (decode_output_schema(d.output_schema) or {}).get("properties")
         prop = properties.get(path) if isinstance(properties, dict) else None

@@ -63,6 +63,15 @@ from pydantic import ValidationError
 
 from orchestration.errors import EngineStateError, UnencodableValueError
 from orchestration.plan.encoding import validate_value
+from orchestration.plan.gates import (
+    ResponseProblem,
+    WaitPolicy,
+    approval_gate,
+    args_digest,
+    deadline_after,
+    response_item,
+    wait_policy,
+)
 from orchestration.run.budgets import Allowance, Spend
 from orchestration.run.engine.builders import (
     log_attempt,
@@ -74,7 +83,9 @@ from orchestration.run.engine.builders import (
 )
 from orchestration.run.engine.builders import verdict as make_verdict
 from orchestration.run.engine.compiled import CompiledPlan, Hop
+from orchestration.run.engine.gating import GateStatus, Waiting
 from orchestration.run.engine.results import (
+    Asked,
     Decided,
     Dispatch,
     Failed,
@@ -85,10 +96,14 @@ from orchestration.run.engine.results import (
 from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.inputs import check_run_input
 from orchestration.run.log import (
+    AskedRound,
     LogArrive,
     LogCancel,
     LogEnd,
     LogEntry,
+    LogGateDecided,
+    LogGateOpen,
+    LogGateTimeout,
     LogInterrupt,
     LogMerge,
     LogSnapshot,
@@ -103,12 +118,18 @@ if TYPE_CHECKING:
     from orchestration.run.checkpoint import Checkpoint
 from orchestration.run.tables import FrameEntry, FrameTable
 from orchestration.types import (
+    ApprovalGate,
     ArtifactHandle,
     AttemptResult,
     BudgetExhausted,
     CallNode,
     EntryNode,
     ErrorInfo,
+    GateDecision,
+    GateKind,
+    GateOutcome,
+    GateTimeout,
+    InputDefinition,
     InterruptionCause,
     JoinUnsatisfiable,
     NodeFailed,
@@ -167,6 +188,21 @@ def indeterminate_action(node: PlanNode) -> Literal["retry", "skip", "halt"]:
     if policy == "retry" and node.definition.replay_safe:
         return "retry"
     return "halt"
+
+
+def _gated_nodes(plan: CompiledPlan) -> tuple[frozenset[str], frozenset[str]]:
+    """The nodes that pause before they run (calls), and those whose result is held."""
+    before: set[str] = set()
+    after: set[str] = set()
+    for node_id, node in plan.nodes.items():
+        gate = approval_gate(node)
+        if gate is None:
+            continue
+        if gate.on == "arguments" and isinstance(node, CallNode):
+            before.add(node_id)
+        elif gate.on == "result":
+            after.add(node_id)
+    return frozenset(before), frozenset(after)
 
 
 def outcome_for(cause: InterruptionCause | None) -> Literal["completed", "halted", "aborted"]:
@@ -236,6 +272,10 @@ class RunEngine:
         self._recovered: dict[str, None] = {}
         # In-flight frames cancelled because their join closed without them, for the host.
         self._cancelled: list[str] = []
+        # Frames waiting for a person at a gate, and every gated frame's last request.
+        self._waiting: dict[str, Waiting] = {}
+        self._gate_history: dict[str, tuple[int, GateOutcome | None]] = {}
+        self._args_gates, self._result_gates = _gated_nodes(plan)
         self._barriers: dict[tuple[str, int], Barrier] = {}
         # Open barriers by the region nodes they watch, and those no live frame can reach.
         self._watch: dict[str, list[Barrier]] = {}
@@ -322,6 +362,8 @@ class RunEngine:
         engine._running = {}
         engine._halted = {}
         engine._recovered = {}
+        engine._waiting = {}
+        engine._gate_history = {}
         engine._draining = None
         engine._outcome = "running"
         engine._run_cause = None
@@ -423,6 +465,8 @@ class RunEngine:
             barriers=self.barriers(),
             spent=self._spend.totals() if self._spend.attempts else None,
             node_spent={node: spend.totals() for node, spend in self._node_spend.items()},
+            waiting=self._waiting,
+            gate_history=self._gate_history,
         )
 
     @classmethod
@@ -440,12 +484,15 @@ class RunEngine:
         engine._steps = state.steps if steps is None else steps
         engine._spend = state.spend
         engine._node_spend = dict(state.node_spend)
+        engine._gate_history = dict(state.gate_history)
         if state.outcome != "running":
             engine._outcome = state.outcome
             engine._run_cause = state.cause
             return engine
         for frame, entered in state.frames:
-            engine._restore_frame(frame, entered, state.halted)
+            engine._restore_frame(
+                frame, entered, state.halted, state.gates.get(frame.number), at
+            )
         for barrier in state.barriers:
             engine._open_barrier(barrier)
         if not state.entry_settled:
@@ -466,9 +513,23 @@ class RunEngine:
         return engine
 
     def _restore_frame(
-        self, frame: Frame, entered: bool, halted: Mapping[int, InterruptionCause]
+        self,
+        frame: Frame,
+        entered: bool,
+        halted: Mapping[int, InterruptionCause],
+        gate: Any = None,
+        at: str | None = None,
     ) -> None:
         self._add_live(frame)
+        if gate is not None:
+            frame.approved = gate.approved
+            frame.rounds = gate.rounds
+            frame.tries_before = gate.tries_before
+            if gate.attempt:
+                frame.attempt = max(frame.attempt, gate.attempt)
+            if gate.open is not None:
+                self._restore_waiting(frame, gate.open, again=gate.again, at=at)
+                return
         if not entered:
             self._queue.append(frame)
             return
@@ -567,6 +628,30 @@ class RunEngine:
         return tuple(self._halted)
 
     @property
+    def waiting(self) -> tuple[str, ...]:
+        """Keys of the frames waiting for a person at a gate, in the order their requests opened.
+
+        Empty once the run is ending or has settled: nothing is decided after a stop.
+        """
+        if self.done or self._draining is not None:
+            return ()
+        return tuple(self._waiting)
+
+    def open_gates(self) -> list[Waiting]:
+        """The open requests, oldest first (empty once the run is ending or has settled)."""
+        if self.done or self._draining is not None:
+            return []
+        return list(self._waiting.values())
+
+    def gate_status(self, key: str) -> GateStatus:
+        """Where frame ``key``'s gates stand: its open request, or how its last one closed."""
+        request, outcome = self._gate_history.get(key, (0, None))
+        waiting = self._waiting.get(key)
+        if waiting is not None and (self.done or self._draining is not None):
+            waiting = None
+        return GateStatus(waiting=waiting, request=request, outcome=outcome)
+
+    @property
     def recovered(self) -> tuple[Dispatch, ...]:
         """Calls a resumed log shows entered and unsettled, awaiting the host's decision."""
         if self.done:
@@ -644,8 +729,21 @@ class RunEngine:
         window = self._window
         max_steps = self._plan.max_steps
         budgets = self._plan.budgets
+        args_gates = self._args_gates
         while queue and len(running) < window:
             frame = queue[0]
+            if args_gates and frame.approved is None and frame.node_id in args_gates:
+                # Before a gated call runs: resolve its arguments once and ask for approval;
+                # the frame is not entered (nothing ran), and does not hold the window.
+                pending = self._dispatch_for(frame)
+                if type(pending) is Dispatch:
+                    queue.popleft()
+                    args = dict(pending.args or {})
+                    self._open_gate(
+                        frame, "arguments", at, args=args, digest=args_digest(args)
+                    )
+                    continue
+                # A reference that resolves to nothing fails it, entered, like any call.
             if budgets is not None and frame.kind in _ACTIVITY_KINDS:
                 refused = budgets.refusal(
                     frame.node_id, self._spend, frame.spend, frame.started, at, self._steps
@@ -665,6 +763,8 @@ class RunEngine:
             self._log.append(log_enter(frame.number, frame.attempt, at))
             if frame.kind == "join":
                 self._arrive(frame, at)
+            elif frame.kind == "input":
+                self._ask_person(frame, at)
             else:
                 dispatch = self._dispatch_for(frame)
                 if type(dispatch) is Dispatch:
@@ -705,7 +805,9 @@ class RunEngine:
             if kind not in _ACTIVITY_KINDS:
                 self._refuse(key, "Succeeded", kind)
             self._release(key)
-            self._succeed(frame, cast(Succeeded, result), at)
+            self._succeed(
+                frame, cast(Succeeded, result), at, hold=frame.node_id in self._result_gates
+            )
         elif result_type is Decided:
             if kind != "branch" and kind != "select":
                 self._refuse(key, "Decided", kind)
@@ -851,6 +953,253 @@ class RunEngine:
             return None
         return arg_origins(cast(CallNode, frame.node).definition.args, frame.outputs)
 
+    # ------------------------------------------------------------------------------------
+    # Gates: a person's decisions, timeouts, a model's questions
+    # ------------------------------------------------------------------------------------
+
+    def ask(self, key: str, asked: Asked, at: str) -> None:
+        """A reason frame's attempt asked questions: it waits for a person's answers.
+
+        Records ``gate_open`` (``questions``) and moves the frame out of flight.
+
+        Raises:
+            EngineStateError: the frame is not an in-flight reason frame.
+
+        """
+        frame = self._running.get(key)
+        if frame is None or self.done or frame.kind != "reason":
+            raise EngineStateError(f'frame "{key}" is not a reason frame in flight; only one asks')
+        self._release(key)
+        self._open_gate(frame, "questions", at, questions=asked.questions, call=asked.call)
+        self._after(at)
+
+    def approve(
+        self,
+        key: str,
+        by: str,
+        at: str,
+        *,
+        automatic: bool = False,
+        feedback: str | None = None,
+        args: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Approve frame ``key``'s open request (before a call, or of a result).
+
+        Before a call the frame then runs with the approved arguments (``args``, the
+        approver's edit, when given; recorded with the decision beside the proposed ones). A
+        held result settles the frame ``ok``. The caller has checked the decision
+        (:mod:`orchestration.run.gates`).
+
+        Raises:
+            EngineStateError: no approval request of that frame is open.
+
+        """
+        waiting = self._take(key, ("arguments", "result"))
+        frame, request = waiting.frame, waiting.request
+        if request.gate == "arguments":
+            proposed = dict(request.args or {})
+            approved = dict(args) if args is not None else proposed
+            edited = approved if approved != proposed else None
+            digest = args_digest(approved)
+            self._decided(
+                frame, request, "approved", by, at, automatic, feedback, args=edited, digest=digest
+            )
+            frame.approved = approved
+            self._queue.appendleft(frame)
+        else:
+            self._decided(frame, request, "approved", by, at, automatic, feedback)
+            self._settle_ok(frame, request.items or (), request.artifact, at)
+        self._after(at)
+
+    def reject(self, key: str, by: str, at: str, *, feedback: str | None = None) -> None:
+        """Reject (or, for an input request, decline) frame ``key``'s open request.
+
+        The frame settles ``failed`` (``gate_rejected``, with the feedback as its message), so
+        its ``error`` edges apply; without one the run ends ``node_failed``.
+
+        Raises:
+            EngineStateError: no request of that frame is open.
+
+        """
+        waiting = self._take(key, ("arguments", "result", "input", "questions"))
+        frame = waiting.frame
+        self._decided(frame, waiting.request, "rejected", by, at, False, feedback)
+        reason = f"rejected at its gate by {by}" + (f": {feedback}" if feedback else "")
+        self._fail(frame, Failed("gate_rejected", reason), at)
+        self._after(at)
+
+    def answer(
+        self,
+        key: str,
+        by: str,
+        at: str,
+        *,
+        item: Mapping[str, Any] | None = None,
+        answers: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Answer frame ``key``'s open input request (``item``) or questions (``answers``).
+
+        An input request's response (already checked against its schema and normalised to
+        its item, :func:`orchestration.plan.gates.response_item`) settles the frame with it.
+        A reason frame's answers are one more round of its conversation: it runs again
+        (a new attempt, not a new step) with every round so far.
+
+        Raises:
+            EngineStateError: no input request or questions of that frame are open.
+
+        """
+        waiting = self._take(key, ("input", "questions"))
+        frame, request = waiting.frame, waiting.request
+        if request.gate == "input":
+            self._decided(frame, request, "answered", by, at, False, None)
+            self._settle_ok(frame, (output_item(dict(item or {})),), None, at)
+        else:
+            given = dict(answers or {})
+            self._decided(frame, request, "answered", by, at, False, None, answers=given)
+            round_ = AskedRound(call=request.call, questions=request.questions or (), answers=given)
+            frame.rounds = (*frame.rounds, round_)
+            frame.tries_before = frame.attempt
+            frame.attempt += 1
+            frame.reentry = True
+            self._queue.appendleft(frame)
+        self._after(at)
+
+    def time_out(self, key: str, at: str) -> None:
+        """Frame ``key``'s open request reached its deadline: apply its ``onTimeout``.
+
+        Recorded as ``gate_timeout`` (never as consent). ``reject`` settles the frame
+        ``failed`` (``gate_timeout``); ``default`` answers an input request with its default
+        response; ``halt`` ends the run ``halted`` with ``gate_timeout`` (ruling 18), the frame
+        left waiting (a resumed run asks again).
+
+        Raises:
+            EngineStateError: no request of that frame is open.
+
+        """
+        waiting = self._take(key, ("arguments", "result", "input", "questions"))
+        frame, request = waiting.frame, waiting.request
+        policy = waiting.policy.on_timeout
+        self._record(
+            LogGateTimeout(frame=frame.number, request=request.request, policy=policy, at=at)
+        )
+        self._gate_history[key] = (request.request, "timed_out")
+        if policy == "reject":
+            message = f"no decision within {waiting.policy.timeout}; its gate rejects on timeout"
+            self._fail(frame, Failed("gate_timeout", message), at)
+        elif policy == "default" and isinstance(frame.node.definition, InputDefinition):
+            definition = frame.node.definition
+            try:
+                item = response_item(definition.schema_, definition.default)
+            except ResponseProblem as exc:
+                self._fail(frame, Failed("gate_default_invalid", str(exc)), at)
+            else:
+                self._settle_ok(frame, (output_item(item),), None, at)
+        else:
+            self._begin_end(GateTimeout())
+        self._after(at)
+
+    def _take(self, key: str, gates: tuple[GateKind, ...]) -> Waiting:
+        waiting = self._waiting.get(key)
+        if (
+            waiting is None
+            or self.done
+            or self._draining is not None
+            or waiting.request.gate not in gates
+        ):
+            raise EngineStateError(
+                f'frame "{key}" has no open {" or ".join(gates)} request; check a decision '
+                "against gate_status() before applying it"
+            )
+        del self._waiting[key]
+        return waiting
+
+    def _decided(
+        self,
+        frame: Frame,
+        request: LogGateOpen,
+        decision: GateDecision,
+        by: str,
+        at: str,
+        automatic: bool,
+        feedback: str | None,
+        *,
+        args: Mapping[str, Any] | None = None,
+        digest: str | None = None,
+        answers: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._record(
+            LogGateDecided(
+                frame=frame.number,
+                request=request.request,
+                decision=decision,
+                by=by,
+                automatic=automatic,
+                feedback=feedback,
+                args=None if args is None else dict(args),
+                digest=digest,
+                answers=None if answers is None else dict(answers),
+                at=at,
+            )
+        )
+        self._gate_history[frame.ident] = (request.request, decision)
+
+    def _ask_person(self, frame: Frame, at: str) -> None:
+        """An entered input frame asks its resolved prompt."""
+        definition = frame.node.definition
+        assert isinstance(definition, InputDefinition)
+        prompt = "".join(resolve_prompt(definition.prompt, frame.outputs))
+        self._open_gate(frame, "input", at, prompt=prompt, schema_=definition.schema_)
+
+    def _open_gate(self, frame: Frame, gate: GateKind, at: str, **content: Any) -> None:
+        """Record a new request on ``frame`` and park it as waiting."""
+        node = frame.node
+        policy = wait_policy(node, gate)
+        approval = approval_gate(node) if gate in ("arguments", "result") else None
+        number = self._gate_history.get(frame.ident, (0, None))[0] + 1
+        request = LogGateOpen(
+            frame=frame.number,
+            request=number,
+            gate=gate,
+            summary=approval.summary if approval is not None else None,
+            editable=approval.editable if approval is not None and gate == "arguments" else None,
+            deadline=None if policy.timeout is None else deadline_after(at, policy.timeout),
+            at=at,
+            **content,
+        )
+        self._record(request)
+        self._park(frame, request, policy, approval)
+
+    def _park(
+        self,
+        frame: Frame,
+        request: LogGateOpen,
+        policy: WaitPolicy,
+        approval: ApprovalGate | None,
+    ) -> None:
+        self._waiting[frame.ident] = Waiting(frame, request, policy, approval)
+        self._gate_history[frame.ident] = (request.request, None)
+
+    def _restore_waiting(
+        self, frame: Frame, request: LogGateOpen, *, again: bool, at: str | None
+    ) -> None:
+        """A restored frame waits again: at its open request, or (``again``) at a new one.
+
+        A request that timed out with ``halt``, or was abandoned when the run ended, is asked
+        again with the same content and a fresh deadline, once the resumed run has a time.
+        """
+        node = frame.node
+        gate = request.gate
+        approval = approval_gate(node) if gate in ("arguments", "result") else None
+        policy = wait_policy(node, gate)
+        if not again or at is None:
+            self._park(frame, request, policy, approval)
+            return
+        number = self._gate_history.get(frame.ident, (request.request, None))[0] + 1
+        deadline = None if policy.timeout is None else deadline_after(at, policy.timeout)
+        reopened = request.model_copy(update={"request": number, "deadline": deadline, "at": at})
+        self._record(reopened)
+        self._park(frame, reopened, policy, approval)
+
     def stop(self, cause: InterruptionCause, at: str) -> None:
         """End the run from outside (``operator_stop``, ``turn_abort``, ...).
 
@@ -966,6 +1315,18 @@ class RunEngine:
         node = frame.node
         kind = frame.kind
         if kind == "call":
+            approved = frame.approved
+            if approved is not None:
+                return Dispatch(
+                    frame.ident,
+                    frame.number,
+                    node,
+                    frame.route,
+                    frame.via,
+                    args=approved,
+                    attempt=frame.attempt,
+                    args_digest=args_digest(approved),
+                )
             definition = cast(CallNode, node).definition
             try:
                 args = resolve_args(
@@ -1003,6 +1364,8 @@ class RunEngine:
                 frame.via,
                 prompt_parts=parts,
                 attempt=frame.attempt,
+                rounds=frame.rounds,
+                tries=frame.attempt - frame.tries_before,
             )
         if kind == "transform":
             reads = cast(TransformNode, node).definition.source
@@ -1034,7 +1397,7 @@ class RunEngine:
     def _refuse(key: str, result: str, kind: str) -> NoReturn:
         raise EngineStateError(f'{result} does not settle frame "{key}" of a {kind} node')
 
-    def _succeed(self, frame: Frame, result: Succeeded, at: str) -> None:
+    def _succeed(self, frame: Frame, result: Succeeded, at: str, *, hold: bool = False) -> None:
         items = result.items
         if not all(type(item) is OutputItem for item in items):
             try:
@@ -1052,6 +1415,10 @@ class RunEngine:
                     at,
                 )
                 return
+        if hold:
+            # Held for a person's approval: recorded with the request, settled once decided.
+            self._open_gate(frame, "result", at, items=items, artifact=result.artifact)
+            return
         self._settle_ok(frame, cast(Items, items), result.artifact, at)
 
     def _settle_ok(
@@ -1323,7 +1690,7 @@ class RunEngine:
             if all(k in self._halted or k in self._recovered for k in self._running):
                 self._finish(self._draining, at)
             return
-        if not self._running and not self._queue:
+        if not self._running and not self._queue and not self._waiting:
             if self._barriers:
                 first = next(iter(self._barriers.values()))
                 self._finish(JoinUnsatisfiable(node_id=first.facts.node_id), at)

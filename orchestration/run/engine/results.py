@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from orchestration.run.log import AskedRound
 from orchestration.run.routes import Route
 from orchestration.tools.contracts import PredicateContext, PredicateVerdict
 from orchestration.types import (
@@ -19,11 +20,13 @@ from orchestration.types import (
     FrameRef,
     OutputItem,
     PlanNode,
+    Question,
     Usage,
 )
 
 __all__ = [
     "TRANSIENT_NAMES",
+    "Asked",
     "Decided",
     "Dispatch",
     "Failed",
@@ -51,7 +54,14 @@ class Dispatch:
         prompt_parts: For a ``reason`` node, each prompt part as text, in order.
         source: For a ``transform``, the handle of the artifact it reads.
         context: For a ``branch`` or ``select``, what its predicate cell may read.
-        attempt: 1 for the first dispatch of this frame, then one more per ``retry``.
+        attempt: 1 for the first dispatch of this frame, then one more per ``retry`` (and per
+            round of a reason node's questions).
+        rounds: For a ``reason`` node that asked, each round's questions and answers: the
+            conversation goes on from them.
+        tries: Attempts of the current round (what the retry budget counts): ``attempt``
+            less the attempts spent before the latest round of questions.
+        args_digest: For a call approved at its gate, the digest of the approved arguments
+            (the call re-checks it before the tool runs).
 
     """
 
@@ -59,13 +69,16 @@ class Dispatch:
         "_route",
         "_via",
         "args",
+        "args_digest",
         "attempt",
         "context",
         "key",
         "node",
         "number",
         "prompt_parts",
+        "rounds",
         "source",
+        "tries",
     )
 
     def __init__(
@@ -81,6 +94,9 @@ class Dispatch:
         source: ArtifactHandle | None = None,
         context: PredicateContext | None = None,
         attempt: int = 1,
+        rounds: tuple[AskedRound, ...] = (),
+        tries: int | None = None,
+        args_digest: str | None = None,
     ) -> None:
         self.key = key
         self.number = number
@@ -92,6 +108,9 @@ class Dispatch:
         self.source = source
         self.context = context
         self.attempt = attempt
+        self.rounds = rounds
+        self.tries = attempt if tries is None else tries
+        self.args_digest = args_digest
 
     def again(self, attempt: int) -> Dispatch:
         """The same dispatch for attempt ``attempt``."""
@@ -106,6 +125,9 @@ class Dispatch:
             source=self.source,
             context=self.context,
             attempt=attempt,
+            rounds=self.rounds,
+            tries=self.tries + attempt - self.attempt,
+            args_digest=self.args_digest,
         )
 
     @property
@@ -256,6 +278,25 @@ class Skipped:
     The frame settles ``skipped`` with no output, and its success edges fire: the plan goes on
     without it, and a later reference to its output reads nothing.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """A reason frame's attempt asked a person questions instead of answering.
+
+    Not a settlement: the frame waits for the answers (``RunEngine.ask``), and then the same
+    conversation goes on with them.
+
+    Attributes:
+        questions: What the model asked, each with the widget its answer needs.
+        call: The id of the model's ``ask_questions`` tool call.
+        usage: What the attempt's model turns spent (its attempt is recorded ``asked``).
+
+    """
+
+    questions: tuple[Question, ...]
+    call: str | None = None
+    usage: Usage | None = None
 
 
 SettleResult = Succeeded | Decided | Failed | Skipped

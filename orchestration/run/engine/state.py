@@ -12,9 +12,13 @@ barriers) per frame instead of a graph search per settlement.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from orchestration.run.budgets import Spend
 from orchestration.run.engine.compiled import JoinFacts
 from orchestration.run.engine.results import Dispatch
+from orchestration.run.log import AskedRound
 from orchestration.run.routes import Route
 from orchestration.run.tables import FrameTable
 from orchestration.types import ArtifactHandle, OutputItem, PlanNode
@@ -40,15 +44,22 @@ class Frame:
         outputs: The branch-local table of output items, by frame number.
         artifacts: The branch-local table of artifact handles, by frame number.
         dispatch: What was handed out, once it was.
-        attempt: 1, plus one per retry.
-        reentry: Entered before a resume; entering it again is not a new step.
+        attempt: 1, plus one per retry (and per round of a reason node's questions).
+        reentry: Entered before (a resume, a round of questions); entering it again is not
+            a new step.
         spend: What its attempts spent (``None`` until one ended), for its node's budget.
         started: When its first attempt started (``None`` until then), for its wall time.
         entered_at: When it was last entered (a resumed frame's lost attempt started then).
+        approved: A call's arguments as approved at its gate (``None``: not yet approved, or
+            no gate before it); what it sends.
+        rounds: A reason frame's answered rounds of questions, in order.
+        tries_before: Attempts spent before the current round of questions (the retry budget
+            counts from there).
 
     """
 
     __slots__ = (
+        "approved",
         "artifacts",
         "attempt",
         "dispatch",
@@ -60,9 +71,11 @@ class Frame:
         "number",
         "outputs",
         "reentry",
+        "rounds",
         "route",
         "spend",
         "started",
+        "tries_before",
         "via",
     )
 
@@ -90,6 +103,9 @@ class Frame:
         self.spend: Spend | None = None
         self.started: str | None = None
         self.entered_at: str | None = None
+        self.approved: Mapping[str, Any] | None = None
+        self.rounds: tuple[AskedRound, ...] = ()
+        self.tries_before = 0
 
 
 class Barrier:
