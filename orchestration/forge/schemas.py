@@ -19,6 +19,7 @@ from orchestration.types import (
     CallDefinition,
     EntryDefinition,
     JoinDefinition,
+    MapDefinition,
     PlanBounds,
     PlanNodeKind,
     ReasonDefinition,
@@ -47,6 +48,7 @@ KINDS: tuple[PlanNodeKind, ...] = (
     "branch",
     "select",
     "join",
+    "map",
 )
 
 DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
@@ -57,6 +59,7 @@ DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
     "branch": BranchDefinition,
     "select": SelectDefinition,
     "join": JoinDefinition,
+    "map": MapDefinition,
 }
 
 PLAN_ID: dict[str, Any] = {

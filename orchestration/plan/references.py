@@ -1,10 +1,10 @@
 """Where a plan's nodes read each other: reference sites, and the fields a node declares.
 
-A ``NodeRef`` may sit in three places only: anywhere inside a call's ``args``, as a part of a
-reason node's ``prompt``, and as a transform's ``source``. (Predicates and step arguments are
-plain encodable values by type, so they cannot hold one.) Freeze, taint and the renderer all
-walk the same sites through :func:`reference_sites`, so they cannot disagree on what a node
-reads.
+A ``NodeRef`` may sit in four places only: anywhere inside a call's ``args``, as a part of a
+reason node's ``prompt``, as a transform's ``source``, and as a map's ``over``. (Predicates
+and step arguments are plain encodable values by type, so they cannot hold one.) Freeze, taint
+and the renderer all walk the same sites through :func:`reference_sites`, so they cannot
+disagree on what a node reads.
 
 A reference's ``path`` is checkable at freeze only against what the target *declares*: an
 entry's ``input``, a call's or transform's ``output``, a join's provenance fields (``via``,
@@ -23,6 +23,7 @@ from orchestration.plan.encoding import NodeRef
 from orchestration.types import (
     CallDefinition,
     EntryDefinition,
+    MapDefinition,
     PlanNode,
     ReasonDefinition,
     TransformDefinition,
@@ -71,6 +72,8 @@ def reference_sites(node: PlanNode) -> list[RefSite]:
         ]
     if isinstance(definition, TransformDefinition):
         return [RefSite("source", definition.source)]
+    if isinstance(definition, MapDefinition):
+        return [RefSite("over", definition.over)]
     return []
 
 
@@ -139,6 +142,10 @@ def field_space(node: PlanNode) -> FieldSpace:
         return FieldSpace("fields", tuple(f.path for f in definition.output))
     if node.kind == "join":
         return FieldSpace("fields", JOIN_FIELDS)
+    if node.kind == "map":
+        # Inside the body: {index, item}, the item as the list held it; after the map: one row
+        # per item, {index, ok, result | error}. Neither shape is declared field by field.
+        return FieldSpace("unchecked")
     if isinstance(definition, ReasonDefinition):
         schema = decode_output_schema(definition.output_schema)
         properties = schema.get("properties") if schema is not None else None

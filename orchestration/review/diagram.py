@@ -28,6 +28,7 @@ from orchestration.review.render import node_run_status
 from orchestration.types import (
     CallDefinition,
     JoinDefinition,
+    MapDefinition,
     PlanEdge,
     RawPlanView,
     RunProjection,
@@ -55,6 +56,7 @@ _MERMAID_SHAPES: dict[str, tuple[str, str]] = {
     "branch": ('{"', '"}'),
     "select": ('{{"', '"}}'),
     "join": ('(("', '"))'),
+    "map": ('[["', '"]]'),
 }
 
 _DOT_SHAPES: dict[str, str] = {
@@ -65,6 +67,7 @@ _DOT_SHAPES: dict[str, str] = {
     "branch": 'shape=diamond, style="filled"',
     "select": 'shape=hexagon, style="filled"',
     "join": 'shape=circle, style="filled"',
+    "map": 'shape=box3d, style="filled"',
 }
 
 _TAKEN_COLOUR = "#2e7d32"
@@ -134,6 +137,11 @@ def _labels(view: RawPlanView, run: RunProjection | None) -> list[list[str]]:
                     detail = f"join · waits for {shape.routes}"
                 else:
                     detail = f"join · first {needed} of {shape.routes}"
+        elif isinstance(node.definition, MapDefinition):
+            at_once = node.definition.concurrency
+            detail = f"map · ≤ {node.definition.max_items} items" + (
+                f", {at_once} at a time" if at_once is not None else ""
+            )
         lines = [node.id, detail]
         if run is not None:
             lines.append(f"[{node_run_status(run, node.id)}]")

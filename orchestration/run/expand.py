@@ -34,8 +34,8 @@ from orchestration.run.engine.builders import (
 from orchestration.run.fold import fold_run
 from orchestration.run.log import (
     LogArrive,
-    LogCancel,
     LogAttempt,
+    LogCancel,
     LogEdge,
     LogEnd,
     LogEnter,
@@ -169,8 +169,8 @@ class LogExpander:
     ) -> RunEvent | None:
         """The contract event of one entry, or ``None``.
 
-        ``None`` for ``merge`` (it only names a frame) and for a snapshot point when
-        ``snapshot`` is false (the entry is still read).
+        ``None`` for ``merge`` and ``item`` (they only name a frame) and for a snapshot point
+        when ``snapshot`` is false (the entry is still read).
 
         Raises:
             MalformedRunLogError: the first entry is not ``start``, an entry names a frame no

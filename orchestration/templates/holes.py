@@ -43,6 +43,7 @@ HOLE_PLACES: dict[PlanNodeKind, str] = {
     "branch": "inside predicate",
     "select": "inside predicate",
     "join": "nowhere (a join has nothing to configure)",
+    "map": "nowhere (a map's list and bounds are literal)",
 }
 """Where each kind of node may hold a hole, for messages."""
 

@@ -38,6 +38,7 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "branch": frozenset({"match", "no_match", "default", "error"}),
     "select": frozenset({"default", "error"}),
     "join": frozenset({"always", "error"}),
+    "map": frozenset({"item", "always", "error"}),
 }
 
 _PERMITTED_TEXT: dict[str, str] = {
@@ -48,6 +49,7 @@ _PERMITTED_TEXT: dict[str, str] = {
     "branch": '"match", "no_match", "default" or "error"',
     "select": '"case_<label>" (a label in its cases), "default" or "error"',
     "join": '"always" or "error"',
+    "map": '"item" (into its body), "always" (after every item ran) or "error"',
 }
 
 
