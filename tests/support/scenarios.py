@@ -128,6 +128,10 @@ def make_tools() -> Toolbox:
         names = [f"f{i}" for i in range(good)] + [f"x{i}" for i in range(good, n)]
         return {"files": names, "n": n}
 
+    @tools.tool("schedule")
+    def schedule() -> dict[str, Any]:
+        return {"files": [0.0, 0.5, 0.0, 1.0], "n": 4}
+
     @tools.tool("inspect")
     def inspect(name: str) -> dict[str, Any]:
         if name.startswith("x"):
@@ -390,6 +394,19 @@ def mapped(
         return s.edge("m", "after").edge("m", "rescue", "error").view()
 
     return build
+
+
+def paced_map(plan_id: str) -> RawPlanView:
+    """A map of four naps, two at a time: the first two items start together; each later item
+    starts when one finishes (the naps order the finishes the same way on both hosts)."""
+    s = PlanSketch(plan_id, max_concurrent_frames=8).entry(StringField(path="s"))
+    s.call("list", "schedule", output=[NumberField(path="n")])
+    s.map("m", NodeRef("list", path="files"), max_items=4, concurrency=2)
+    s.call("inspect", "nap", args={"seconds": NodeRef("m", path="item")}, output=VALUE)
+    s.call("after", "stamp", args={"results": NodeRef("m", select="all")}, output=VALUE)
+    s.call("rescue", "stamp", output=VALUE)
+    s.edge("entry", "list").edge("list", "m").edge("m", "inspect", "item")
+    return s.edge("m", "after").edge("m", "rescue", "error").view()
 
 
 def _mapped(
@@ -781,6 +798,13 @@ SCENARIOS: dict[str, Scenario] = {
         {"n": 4, "bad": 2},
         "completed",
         check=_mapped("failed"),
+    ),
+    "map_two_at_a_time": Scenario(
+        paced_map,
+        {"s": "x"},
+        "completed",
+        check=_mapped("done", [(True, "awake")] * 4),
+        settings=CONCURRENT,
     ),
     "reason_invalid_twice": Scenario(
         thinking,
