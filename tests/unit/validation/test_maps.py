@@ -142,3 +142,30 @@ def test_plans_without_maps_are_not_counted() -> None:
         a.set_bounds(bounds),
     ]
     assert "map_worst_case_over_max_steps" not in codes(check(ops))
+
+
+def test_taint_flows_through_a_map() -> None:
+    """A map over run input hands its items' taint to the body's calls that read them."""
+    from orchestration.types import StringField
+
+    a = author()
+    ops = [
+        a.entry(input=[StringField(path="files")]),
+        a.map("m", NodeRef("entry", path="files"), max_items=3),
+        call(a, "one", args={"url": NodeRef("m", path="item")}),
+        a.edge("entry", "m", edge_id="e0"),
+        a.edge("m", "one", "item", edge_id="e1"),
+    ]
+    issue = only(check(ops), "tainted_call_arg")
+    assert issue.node_id == "one" and "entry.files → m.over" in issue.message
+
+
+def test_the_outline_names_a_map() -> None:
+    """A phase holding a map says so, with its maxItems."""
+    from orchestration.plan.ops import fold_ops
+    from orchestration.review.outline import plan_outline
+
+    view, _ = fold_ops("p", _mapped(author(), max_items=7))
+    outline = plan_outline(view, "editable")
+    assert outline.unphased is not None
+    assert outline.unphased.summary.endswith(", map m (≤ 7 items)")
