@@ -26,6 +26,7 @@ from orchestration.types import (
     ArtifactHandle,
     CallNode,
     InterruptionCause,
+    MapNode,
     OutputItem,
     PlanNode,
     TransformNode,
@@ -151,6 +152,13 @@ def _mark_models(plan: CompiledPlan, trace: LogTrace[Outputs, Artifacts]) -> Non
         elif isinstance(node, TransformNode):
             source = entry_for(node.definition.source, traced.artifacts)
             traced.route.model = source is None or source.route.model is not False
+        elif isinstance(node, MapNode):
+            # As the engine marks them: an item as its list, the map's rows as unknown.
+            if isinstance(traced.route.segment, ItemSegment):
+                source = entry_for(node.definition.over, traced.outputs)
+                traced.route.model = None if source is None else source.route.model
+            else:
+                traced.route.model = None
         else:
             traced.route.model = traced.kind == "reason"
 
