@@ -413,12 +413,17 @@ class RunEngine:
         """Record a ``snapshot`` and return what a continued execution needs to go on.
 
         Raises:
-            EngineStateError: the run has settled, or frames are in flight (settle them
-                first: a checkpoint carries no work in progress).
+            EngineStateError: the run has settled, frames are in flight (settle them first:
+                a checkpoint carries no work in progress), or a map is running its items.
 
         """
         from orchestration.run.checkpoint import make_checkpoint
 
+        if self._maps and not self.done:
+            raise EngineStateError(
+                "a checkpoint does not carry a map's run; wait until no map is running its "
+                "items (maps_running)"
+            )
         if self.done or self._running:
             raise EngineStateError(
                 "a checkpoint needs a run with nothing in flight; wait for the frames in "

@@ -243,3 +243,49 @@ def test_a_join_that_closes_early_cancels_a_running_map() -> None:
     assert len(cancelled) == 3  # the map's frame and the two items' work
     work = {key for key in projection.frame_status if key.startswith("work:")}
     assert set(engine.drain_cancelled()) == work
+
+
+def test_a_run_stopped_mid_map_is_not_resumed() -> None:
+    """A log that ends while a map's items run cannot be resumed (nor checkpointed): the map's
+    run is engine state a log does not carry yet, and refusing beats running items twice."""
+    import pytest
+
+    from orchestration.errors import EngineStateError, UnrunnablePlanError
+    from orchestration.types import OperatorStop
+
+    view = _plan(concurrency=1).view()
+    engine = RunEngine.start(view, "run-1", {}, AT)
+    log = engine.drain()
+    (fetch,) = engine.ready(AT)
+    engine.settle(fetch.key, Succeeded.one({"files": ["a", "b"]}), AT)
+    (work,) = engine.ready(AT)
+    assert engine.maps_running
+    with pytest.raises(EngineStateError, match="map"):
+        engine.checkpoint(AT)
+    engine.stop(OperatorStop(), AT)
+    engine.settle(work.key, Succeeded.one({"value": "A"}), AT)
+    log += engine.drain()
+    assert engine.outcome == "aborted"
+    with pytest.raises(UnrunnablePlanError, match='map "m" was running its items'):
+        RunEngine.resume(view, log, reopen=True)
+
+
+def test_a_run_that_ended_after_its_map_resumes() -> None:
+    """Once the map settled, a resume goes on from the frames after it."""
+    from orchestration.types import OperatorStop
+
+    view = _plan().view()
+    engine = RunEngine.start(view, "run-1", {}, AT)
+    (fetch,) = engine.ready(AT)
+    engine.settle(fetch.key, Succeeded.one({"files": ["a", "b"]}), AT)
+    for work in engine.ready(AT):
+        engine.settle(work.key, Succeeded.one({"value": work.args["name"]}), AT)
+    assert not engine.maps_running
+    engine.stop(OperatorStop(), AT)
+    log = engine.drain()
+    assert engine.outcome == "aborted"
+    resumed = RunEngine.resume(view, log, reopen=True)
+    (after,) = resumed.ready(AT)
+    assert after.node.id == "after" and after.args["rows"][1]["result"] == {"value": "b"}
+    resumed.settle(after.key, Succeeded.one({"value": "ok"}), AT)
+    assert resumed.outcome == "completed"
