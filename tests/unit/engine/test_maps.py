@@ -289,3 +289,21 @@ def test_a_run_that_ended_after_its_map_resumes() -> None:
     assert after.node.id == "after" and after.args["rows"][1]["result"] == {"value": "b"}
     resumed.settle(after.key, Succeeded.one({"value": "ok"}), AT)
     assert resumed.outcome == "completed"
+
+
+def test_a_diamond_forked_at_the_map_closes_once_per_item() -> None:
+    """Two item edges into a join inside the body: the barrier is per item (its fork frame is
+    the item's), so each item's join closes once, and the map's row is the join's output."""
+    s = PlanSketch(max_concurrent_frames=64).entry()
+    s.call("fetch").map("m", NodeRef("fetch", path="files"), max_items=3)
+    s.call("left").call("right").join("j")
+    s.edge("entry", "fetch").edge("fetch", "m")
+    s.edge("m", "left", "item").edge("m", "right", "item").edge("left", "j").edge("right", "j")
+    view = s.view()
+    engine, events = drive(view, {}, _files("a", "b", "c"), after_each=_checked)
+    assert engine.outcome == "completed"
+    projection = fold_run(events)
+    merged = sorted(k for k in projection.frame_status if k.startswith("j:") and k.endswith(")"))
+    assert merged == [f"j:e2:e0e2:e1m1:m[{i}]j1:j(e2:e4e2:e5)" for i in range(3)]
+    assert [row["result"]["via"] for row in _map_rows(events)] == ["e4"] * 3
+    assert engine.steps == _steps(view)

@@ -169,3 +169,25 @@ def test_the_outline_names_a_map() -> None:
     outline = plan_outline(view, "editable")
     assert outline.unphased is not None
     assert outline.unphased.summary.endswith(", map m (≤ 7 items)")
+
+
+def test_a_diamond_in_the_body_forked_at_the_map_freezes() -> None:
+    """Two item edges meeting at a join inside the body make a valid diamond."""
+    a = author()
+    ops = [
+        a.entry(),
+        call(a, "fetch"),
+        a.map("m", NodeRef("fetch", path="files"), max_items=3),
+        call(a, "left", args={"url": NodeRef("m", path="item")}),
+        call(a, "right", args={"url": NodeRef("m", path="item")}),
+        a.join("j"),
+        call(a, "last", args={"url": NodeRef("left", path="body")}),
+        a.edge("entry", "fetch", edge_id="e0"),
+        a.edge("fetch", "m", edge_id="e1"),
+        a.edge("m", "left", "item", edge_id="e2"),
+        a.edge("m", "right", "item", edge_id="e3"),
+        a.edge("left", "j", edge_id="e4"),
+        a.edge("right", "j", edge_id="e5"),
+        a.edge("j", "last", edge_id="e6"),
+    ]
+    assert [i.code for i in check(ops) if i.severity == "blocking"] == []
