@@ -120,6 +120,7 @@ from orchestration.types import (
     ErrorInfo,
     InterruptionCause,
     JoinUnsatisfiable,
+    MapDefinition,
     MapNode,
     NodeFailed,
     NodeOutput,
@@ -1536,7 +1537,7 @@ class RunEngine:
         self._outcome = outcome
 
 
-def _tolerance(definition: Any) -> str:
+def _tolerance(definition: MapDefinition) -> str:
     """A map's failure tolerance in words."""
     parts = []
     if definition.tolerated_failures is not None:
