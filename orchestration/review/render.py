@@ -531,6 +531,27 @@ def _map(
                 f"{_INDENT}worst case: {definition.max_items} items × (1 + {region.body_steps} "
                 f"body steps) = {region.steps} steps per run of the map"
             )
+    if outputs is not None:
+        lines += _map_ran(graph.ids[index], outputs)
+    return lines
+
+
+def _map_ran(map_id: str, outputs: Mapping[str, NodeOutput]) -> list[str]:
+    """As executed: per run of the map, how many items ran and which failed."""
+    lines: list[str] = []
+    prefix = f"{map_id}:"
+    for key in sorted(k for k in outputs if k.startswith(prefix) and not k.endswith("]")):
+        rows = [item.json_ for item in outputs[key].items]
+        failed = [row for row in rows if isinstance(row, dict) and row.get("ok") is False]
+        line = f"{_INDENT}ran: {len(rows)} item(s), {len(failed)} failed"
+        named = [
+            f"item {row.get('index')} at {error.get('node')} ({error.get('name')})"
+            for row in failed[:5]
+            if isinstance(error := row.get("error"), dict)
+        ]
+        if named:
+            line += ": " + "; ".join(named) + ("; …" if len(failed) > 5 else "")
+        lines.append(line)
     return lines
 
 

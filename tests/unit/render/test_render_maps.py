@@ -76,3 +76,15 @@ def test_pictures_draw_a_map_with_its_bounds() -> None:
     mermaid, dot = plan_mermaid(view), plan_dot(view)
     assert "map · ≤ 200 items, 2 at a time" in mermaid and "|item|" in mermaid
     assert "map · ≤ 200 items, 2 at a time" in dot and "box3d" in dot
+
+
+def test_as_executed_a_map_says_how_many_items_ran_and_which_failed() -> None:
+    """The as-executed view counts a map's items and names the failed ones."""
+    from orchestration.run.fold import fold_run
+    from tests.unit.engine.helpers import drive
+    from tests.unit.engine.test_maps import _files, _plan
+
+    view = _plan(tolerated_failures=1).view()
+    _, events = drive(view, {}, _files("a", "x1", "c"), max_in_flight=1)
+    text = render_plan(view, view="as_executed", run=fold_run(events))
+    assert "ran: 3 item(s), 1 failed: item 1 at work (ValueError)" in text
