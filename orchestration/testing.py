@@ -76,6 +76,8 @@ from orchestration.types import (
     JoinDefinition,
     JoinNode,
     JoinStrategy,
+    MapDefinition,
+    MapNode,
     NumberField,
     PlanBounds,
     PlanEdge,
@@ -290,6 +292,30 @@ class PlanSketch:
                 id=node_id,
                 definition=SelectDefinition(
                     evaluator=evaluator, predicate=predicate, cases=tuple(cases)
+                ),
+            )
+        )
+
+    def map(
+        self,
+        node_id: str,
+        over: NodeRef,
+        *,
+        max_items: int,
+        concurrency: int | None = None,
+        tolerated_failures: int | None = None,
+        tolerated_failure_percent: float | None = None,
+    ) -> PlanSketch:
+        """A map node over ``over``; its body is what its ``item`` edges reach."""
+        return self.add(
+            MapNode(
+                id=node_id,
+                definition=MapDefinition(
+                    over=over,
+                    max_items=max_items,
+                    concurrency=concurrency,
+                    tolerated_failures=tolerated_failures,
+                    tolerated_failure_percent=tolerated_failure_percent,
                 ),
             )
         )

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic.alias_generators import to_camel
 
 from orchestration.plan.encoding import NodeRef, ValueSchema
-from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment, RouteSegment
+from orchestration.run.routes import BranchId, EdgeSegment, ItemSegment, JoinSegment, RouteSegment
 from orchestration.run.tables import TableSchema
 
 __all__ = [
@@ -77,6 +77,9 @@ __all__ = [
     "JoinSegment",
     "JoinState",
     "JoinUnsatisfiable",
+    "ItemSegment",
+    "MapDefinition",
+    "MapNode",
     "MAX_LAMPORT",
     "NodeChange",
     "NodeDefinition",
@@ -210,13 +213,14 @@ ValueMap = Annotated[dict[str, Any], ValueSchema("none", mapping=True)]
 
 PlanState = Literal["editable", "reviewable", "executable"]
 PlanNodeKind = Literal[
-    "entry", "call", "reason", "transform", "branch", "select", "join", "input"
+    "entry", "call", "reason", "transform", "branch", "select", "join", "input", "map"
 ]
 AuthorityVerb = Literal["list", "read", "create", "update", "delete"]
 EdgeHandle = str
-"""``always``, ``match``, ``no_match``, ``default``, ``error`` or ``case_<label>``."""
+"""``always``, ``match``, ``no_match``, ``default``, ``error``, ``case_<label>``, or ``item``
+(a map node's edge into its body, fired once per item)."""
 
-_FIXED_HANDLES = frozenset({"always", "match", "no_match", "default", "error"})
+_FIXED_HANDLES = frozenset({"always", "match", "no_match", "default", "error", "item"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -590,6 +594,48 @@ class InputDefinition(WireModel):
     default: EncodableValue = None
 
 
+class MapDefinition(WireModel):
+    """Runs a body, a region of the plan, once per item of a list an upstream node produced.
+
+    The body is every node reached from the map through its ``item`` edges; it must be closed
+    (nothing in it has an edge out of it, and nothing outside it reads its nodes). Inside the
+    body, a reference to the map reads the current item, ``{index, item}``. After every item
+    ran, the map settles once: ``ok`` with one output item per item in item order,
+    ``{index, ok: true, result}`` (``result`` is the first output item of the body frame that
+    ended the item, ``None`` if it had none) or ``{index, ok: false, error: {node, name,
+    message}}``; or ``failed`` when more items failed than it tolerates. Its ``always`` and
+    ``error`` edges then apply as on any node.
+
+    Attributes:
+        over: The list to map over (the reference must resolve to a list).
+        max_items: The most items a run may bring; more settles the map failed
+            (``MapTooManyItemsError``) before any item runs. Required, so the worst case is
+            known when the plan is approved.
+        concurrency: How many items run at once (``None``: as many as the run's window).
+        tolerated_failures: Items that may fail before the map fails (default 0).
+        tolerated_failure_percent: The same as a share of the items, in percent. With both
+            set, exceeding either fails the map.
+
+    """
+
+    over: NodeRef
+    max_items: int = Field(ge=1)
+    concurrency: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
+    tolerated_failures: int | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
+    tolerated_failure_percent: float | None = Field(
+        default=None, ge=0, le=100, allow_inf_nan=False, exclude_if=lambda v: v is None
+    )
+
+    def tolerates(self, failed: int, total: int) -> bool:
+        """Whether ``failed`` failures out of ``total`` items are within the tolerance."""
+        count, percent = self.tolerated_failures, self.tolerated_failure_percent
+        if count is None and percent is None:
+            return failed == 0
+        if count is not None and failed > count:
+            return False
+        return percent is None or failed * 100 <= percent * total
+
+
 NodeDefinition = (
     EntryDefinition
     | InputDefinition
@@ -599,6 +645,7 @@ NodeDefinition = (
     | BranchDefinition
     | SelectDefinition
     | JoinDefinition
+    | MapDefinition
 )
 
 
@@ -669,6 +716,13 @@ class InputNode(_NodeBase):
     definition: InputDefinition
 
 
+class MapNode(_NodeBase):
+    """A map node: its body runs once per item (see :class:`MapDefinition`)."""
+
+    kind: Literal["map"] = "map"
+    definition: MapDefinition
+
+
 PlanNode = Annotated[
     EntryNode
     | CallNode
@@ -677,7 +731,8 @@ PlanNode = Annotated[
     | BranchNode
     | SelectNode
     | JoinNode
-    | InputNode,
+    | InputNode
+    | MapNode,
     Field(discriminator="kind"),
 ]
 """A node: identity, phase label, and exactly one kind-specific definition."""

@@ -12,6 +12,9 @@ executions of the join: only the merged frame that settles is. So arrivals are n
 instances nor named; :func:`is_join_arrival` tells them apart (the merged frame's route ends
 with the join's own segment, an arrival's with the edge it arrived by).
 
+A map's frames are named by their item instead: ``m item 3`` for the item's own frame,
+``inspect [m item 3]`` for a frame of the body (nested maps list every item, outermost first).
+
 Labels read from a whole log (:meth:`FrameLabels.of_events`) number every instance from the
 start. Labels made live, while a run goes, cannot know the future: a node's first frame is
 named by its id alone until a second frame of that node appears, and from then on each is
@@ -24,7 +27,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.run.routes import BranchId, EdgeSegment, ItemSegment, JoinSegment
 from orchestration.types import (
     EdgeTaken,
     FrameRef,
@@ -114,7 +117,9 @@ class FrameLabels:
 
     def see(self, frame: FrameRef) -> None:
         """Count ``frame`` as an instance of its node, if it is a new one (not an arrival)."""
-        if is_join_arrival(frame):
+        if is_join_arrival(frame) or any(
+            isinstance(seg, ItemSegment) for seg in frame.branch_id.segments
+        ):
             return
         instances = self._instances.setdefault(frame.node_id, {})
         instances.setdefault(frame.key, len(instances) + 1)
@@ -131,7 +136,17 @@ class FrameLabels:
         if is_join_arrival(frame):
             edge = last_edge(frame.branch_id)
             return frame.node_id if edge is None else f"{frame.node_id} ← {edge}"
-        self.see(frame)
+        items = [seg for seg in frame.branch_id.segments if isinstance(seg, ItemSegment)]
+        if not items:
+            self.see(frame)
+        else:
+            # A map's item frames and its body's frames are named by the item they run for.
+            last = frame.branch_id.segments[-1]
+            if isinstance(last, ItemSegment) and last.map == frame.node_id:
+                outer = " · ".join(f"{seg.map} item {seg.index}" for seg in items[:-1])
+                return f"{frame.node_id} item {last.index}" + (f" [{outer}]" if outer else "")
+            where = " · ".join(f"{seg.map} item {seg.index}" for seg in items)
+            return f"{frame.node_id} [{where}]"
         instances = self._instances[frame.node_id]
         if len(instances) == 1:
             return frame.node_id

@@ -20,6 +20,7 @@ from orchestration.types import (
     EntryDefinition,
     InputDefinition,
     JoinDefinition,
+    MapDefinition,
     PlanBounds,
     PlanNodeKind,
     ReasonDefinition,
@@ -49,6 +50,7 @@ KINDS: tuple[PlanNodeKind, ...] = (
     "select",
     "join",
     "input",
+    "map",
 )
 
 DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
@@ -60,6 +62,7 @@ DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
     "select": SelectDefinition,
     "join": JoinDefinition,
     "input": InputDefinition,
+    "map": MapDefinition,
 }
 
 PLAN_ID: dict[str, Any] = {

@@ -56,6 +56,8 @@ from orchestration.types import (
     JoinNode,
     JoinQuorum,
     JoinStrategy,
+    MapDefinition,
+    MapNode,
     NodeBudget,
     PlanBounds,
     PlanEdge,
@@ -328,6 +330,33 @@ class PlanAuthor:
         )
         definition = JoinDefinition() if chosen is None else JoinDefinition(strategy=chosen)
         return self.add_node(JoinNode(id=node_id, phase=phase, definition=definition))
+
+    def map(
+        self,
+        node_id: str,
+        over: NodeRef,
+        *,
+        max_items: int,
+        concurrency: int | None = None,
+        tolerated_failures: int | None = None,
+        tolerated_failure_percent: float | None = None,
+        phase: str | None = None,
+    ) -> AddNodeOp:
+        """Add a map node: its body (what its ``item`` edges reach) runs once per item of ``over``.
+
+        ``max_items`` is required: more items at run time fail the map (``MapTooManyItemsError``).
+        ``concurrency`` caps the items running at once; ``tolerated_failures`` (a count) and
+        ``tolerated_failure_percent`` say how many items may fail before the map does (none,
+        by default).
+        """
+        definition = MapDefinition(
+            over=over,
+            max_items=max_items,
+            concurrency=concurrency,
+            tolerated_failures=tolerated_failures,
+            tolerated_failure_percent=tolerated_failure_percent,
+        )
+        return self.add_node(MapNode(id=node_id, phase=phase, definition=definition))
 
     def remove_node(self, node_id: str, incident_edge_ids: Sequence[str] = ()) -> RemoveNodeOp:
         """Remove a node and the incident edges named (record them so the fold commutes)."""

@@ -1,7 +1,8 @@
 """Where a plan's nodes read each other: reference sites, and the fields a node declares.
 
 A ``NodeRef`` may sit in four places only: anywhere inside a call's ``args``, as a part of a
-reason node's or an input request's ``prompt``, and as a transform's ``source``. (Predicates
+reason node's or an input request's ``prompt``, as a transform's ``source``, and as a map's
+``over``. (Predicates
 and step arguments are plain encodable values by type, so they cannot hold one.) Freeze, taint
 and the renderer all walk the same sites through :func:`reference_sites`, so they cannot
 disagree on what a node reads.
@@ -27,6 +28,7 @@ from orchestration.types import (
     CallDefinition,
     EntryDefinition,
     InputDefinition,
+    MapDefinition,
     PlanNode,
     ReasonDefinition,
     TransformDefinition,
@@ -75,6 +77,8 @@ def reference_sites(node: PlanNode) -> list[RefSite]:
         ]
     if isinstance(definition, TransformDefinition):
         return [RefSite("source", definition.source)]
+    if isinstance(definition, MapDefinition):
+        return [RefSite("over", definition.over)]
     return []
 
 
@@ -145,6 +149,10 @@ def field_space(node: PlanNode) -> FieldSpace:
         return FieldSpace("fields", JOIN_FIELDS)
     if isinstance(definition, InputDefinition):
         return FieldSpace("fields", input_paths(definition.schema_))
+    if node.kind == "map":
+        # Inside the body: {index, item}, the item as the list held it; after the map: one row
+        # per item, {index, ok, result | error}. Neither shape is declared field by field.
+        return FieldSpace("unchecked")
     if isinstance(definition, ReasonDefinition):
         schema = decode_output_schema(definition.output_schema)
         properties = schema.get("properties") if schema is not None else None

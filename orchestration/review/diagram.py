@@ -28,6 +28,7 @@ from orchestration.review.render import node_run_status
 from orchestration.types import (
     CallDefinition,
     JoinDefinition,
+    MapDefinition,
     PlanEdge,
     RawPlanView,
     RunProjection,
@@ -56,6 +57,7 @@ _MERMAID_SHAPES: dict[str, tuple[str, str]] = {
     "select": ('{{"', '"}}'),
     "join": ('(("', '"))'),
     "input": ('[\\"', '"\\]'),
+    "map": ('[["', '"]]'),
 }
 
 _DOT_SHAPES: dict[str, str] = {
@@ -67,6 +69,7 @@ _DOT_SHAPES: dict[str, str] = {
     "select": 'shape=hexagon, style="filled"',
     "join": 'shape=circle, style="filled"',
     "input": 'shape=invhouse, style="filled"',
+    "map": 'shape=box3d, style="filled"',
 }
 
 _TAKEN_COLOUR = "#2e7d32"
@@ -136,6 +139,11 @@ def _labels(view: RawPlanView, run: RunProjection | None) -> list[list[str]]:
                     detail = f"join · waits for {shape.routes}"
                 else:
                     detail = f"join · first {needed} of {shape.routes}"
+        elif isinstance(node.definition, MapDefinition):
+            at_once = node.definition.concurrency
+            detail = f"map · ≤ {node.definition.max_items} items" + (
+                f", {at_once} at a time" if at_once is not None else ""
+            )
         lines = [node.id, detail]
         if run is not None:
             lines.append(f"[{node_run_status(run, node.id)}]")

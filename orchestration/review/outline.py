@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from orchestration.errors import OrchestrationError
 from orchestration.types import (
     CallDefinition,
+    MapDefinition,
     PlanIssue,
     PlanNode,
     PlanState,
@@ -144,6 +145,14 @@ def _entry(phase: str, nodes: Sequence[PlanNode], issue_count: int) -> PhaseEntr
         f"{phase or 'unphased'}: {len(nodes)} node(s) — {kinds['call']} call, "
         f"{kinds['reason']} reason, {transforms} transform"
     )
+    maps = [n for n in nodes if isinstance(n.definition, MapDefinition)]
+    if maps:
+        # Only plans with a map say so: every other outline reads as it did.
+        summary += ", " + ", ".join(
+            f"map {n.id} (≤ {n.definition.max_items} items)"
+            for n in maps
+            if isinstance(n.definition, MapDefinition)
+        )
     return PhaseEntry(
         phase=phase,
         summary=summary,

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from orchestration.plan.encoding import NodeRef, ParamRef
 from orchestration.plan.graph import PlanStructure, layout_order
+from orchestration.plan.maps import WorstCase, map_bodies, worst_case
 from orchestration.review.approval import authority_set, claim_key, describe_claim
 from orchestration.review.gate_text import gate_lines, request_lines, waiting_lines
 from orchestration.review.render_run import (
@@ -44,7 +45,7 @@ from orchestration.review.render_run import (
     node_budget,
 )
 from orchestration.run.resolve import MISSING, resolve_ref
-from orchestration.run.routes import BranchId, EdgeSegment
+from orchestration.run.routes import BranchId, EdgeSegment, ItemSegment
 from orchestration.types import (
     AuthorityClaim,
     AuthorityRevoked,
@@ -60,6 +61,7 @@ from orchestration.types import (
     InputDefinition,
     InterruptionCause,
     JoinDefinition,
+    MapDefinition,
     NodeOutput,
     PlanDiff,
     PlanEdge,
@@ -141,6 +143,14 @@ def render_plan(
     out += _header(plan, audience, executed)
     out += _lineage(plan)
     out += _bounds(plan)
+    counted = _worst_case(plan, structure)
+    if counted is not None:
+        limit = plan.bounds.max_steps
+        verdict = "OVER maxSteps: freeze refuses it" if counted.steps > limit else "within"
+        out[-1:-1] = [
+            f"Worst case: {counted.steps} steps with every map at its maxItems ({verdict} "
+            f"maxSteps {limit})."
+        ]
     graph = structure.graph
     order = structure.order if structure.order is not None else layout_order(graph)
     steps = {graph.ids[node]: n for n, node in enumerate(order, start=1)}
@@ -152,7 +162,15 @@ def render_plan(
     for number, index in enumerate(order, start=1):
         node = plan.nodes[index]
         out += _node_block(
-            structure, index, node, number, steps, audience, executed, frozenset(short_tools)
+            structure,
+            index,
+            node,
+            number,
+            steps,
+            audience,
+            executed,
+            frozenset(short_tools),
+            counted,
         )
         out.append("")
     if issues is not None:
@@ -337,6 +355,7 @@ def _node_block(
     audience: Audience,
     run: RunProjection | None,
     short_tools: frozenset[str],
+    worst: WorstCase | None = None,
 ) -> list[str]:
     d = node.definition
     outputs = run.outputs if run is not None else None
@@ -347,6 +366,10 @@ def _node_block(
         title += f"  [phase: {node.phase}]"
     if structure.entry is not None and not structure.live[index] and node.kind != "entry":
         title += "  (UNREACHABLE: never runs)"
+    for map_index, body in _map_bodies(structure).items():
+        if index in body:
+            title += f"  [once per item of map `{structure.graph.ids[map_index]}`]"
+            break
     if run is not None:
         title += f" [{node_run_status(run, node.id)}]"
     lines = [title]
@@ -395,6 +418,8 @@ def _node_block(
                 lines.append(f"{_INDENT}  reads: {_describe(part, audience, outputs)}")
     elif node.kind == "join":
         lines += _join(structure, index, d)
+    elif isinstance(d, MapDefinition):
+        lines += _map(structure, index, d, steps, audience, outputs, worst)
     lines += node_budget(node)
     lines += gate_lines(node, _INDENT)
     if run is not None:
@@ -462,6 +487,106 @@ def _call(
     return lines
 
 
+def _worst_case(plan: RawPlanView, structure: PlanStructure) -> WorstCase | None:
+    """The plan's worst case when it has a map (and a single entry, acyclic), else ``None``."""
+    graph = structure.graph
+    if "map" not in graph.kinds or structure.entry is None or structure.order is None:
+        return None
+    max_items = {
+        graph.index[node.id]: node.definition.max_items
+        for node in plan.nodes
+        if isinstance(node.definition, MapDefinition) and node.id in graph.index
+    }
+    return worst_case(graph, structure.order, structure.entry, max_items)
+
+
+def _map_bodies(structure: PlanStructure) -> dict[int, tuple[int, ...]]:
+    """Each map's body, smallest first (so a node in nested maps names its innermost map)."""
+    if "map" not in structure.graph.kinds or structure.order is None:
+        return {}
+    bodies = map_bodies(structure.graph, structure.order)
+    return dict(sorted(bodies.items(), key=lambda kv: len(kv[1])))
+
+
+def _map(
+    structure: PlanStructure,
+    index: int,
+    definition: MapDefinition,
+    steps: dict[str, int],
+    audience: Audience,
+    outputs: Mapping[str, NodeOutput] | None,
+    worst: WorstCase | None,
+) -> list[str]:
+    """A map: what it runs per item, over what, how many at most and at once, and its tolerance."""
+    graph = structure.graph
+    body = _map_bodies(structure).get(index, ())
+    over = definition.over
+    source = over.node if over.path is None else f"{over.node}.{over.path}"
+    count = len(body)
+    noun = "step" if count == 1 else "steps"
+    at_once = (
+        f"{definition.concurrency} at a time"
+        if definition.concurrency is not None
+        else "all at once (within the run's concurrent frames)"
+    )
+    listed = ", ".join(f"{steps.get(graph.ids[n], '?')}. `{graph.ids[n]}`" for n in body)
+    lines = [
+        f"{_INDENT}runs the {count} {noun} below once per item of `{source}`, at most "
+        f"{definition.max_items} items, {at_once}",
+        f"{_INDENT}body: {listed or '(none: add an item edge)'}",
+        f"{_INDENT}reads: {_describe(over, audience, outputs)} (must be a list)",
+        f"{_INDENT}each item: the body reads this map as {{index, item}}",
+        f"{_INDENT}more than {definition.max_items} items: the map FAILS before any item runs "
+        "(MapTooManyItemsError; its error edges apply)",
+        f"{_INDENT}failures: {_tolerance(definition)}",
+        f"{_INDENT}emits: one item per list item, in order: index, ok, and the body's last "
+        "output (result) or the failure (error: node, name, message)",
+    ]
+    for region in worst.regions if worst is not None else ():
+        if region.node == index:
+            lines.append(
+                f"{_INDENT}worst case: {definition.max_items} items × (1 + {region.body_steps} "
+                f"body steps) = {region.steps} steps per run of the map"
+            )
+    if outputs is not None:
+        lines += _map_ran(graph.ids[index], outputs)
+    return lines
+
+
+def _map_ran(map_id: str, outputs: Mapping[str, NodeOutput]) -> list[str]:
+    """As executed: per run of the map, how many items ran and which failed."""
+    lines: list[str] = []
+    prefix = f"{map_id}:"
+    for key in sorted(k for k in outputs if k.startswith(prefix) and not k.endswith("]")):
+        rows = [item.json_ for item in outputs[key].items]
+        failed = [row for row in rows if isinstance(row, dict) and row.get("ok") is False]
+        line = f"{_INDENT}ran: {len(rows)} item(s), {len(failed)} failed"
+        named = [
+            f"item {row.get('index')} at {error.get('node')} ({error.get('name')})"
+            for row in failed[:5]
+            if isinstance(error := row.get("error"), dict)
+        ]
+        if named:
+            line += ": " + "; ".join(named) + ("; …" if len(failed) > 5 else "")
+        lines.append(line)
+    return lines
+
+
+def _tolerance(definition: MapDefinition) -> str:
+    count, percent = definition.tolerated_failures, definition.tolerated_failure_percent
+    if count is None and percent is None:
+        return "none tolerated: one failed item fails the map (MapToleranceExceededError)"
+    parts = []
+    if count is not None:
+        parts.append(f"{count} failed item(s)")
+    if percent is not None:
+        parts.append(f"{percent:g}% of the items")
+    return (
+        f"tolerates up to {' and up to '.join(parts)}; past that no new item starts and the map "
+        "fails (MapToleranceExceededError)"
+    )
+
+
 def _join(structure: PlanStructure, index: int, definition: object) -> list[str]:
     graph = structure.graph
     incoming = [
@@ -500,6 +625,13 @@ def _next(
     graph = structure.graph
     edges = graph.out_edges[index]
     if not edges:
+        for map_index, body in _map_bodies(structure).items():
+            if index in body:
+                owner = graph.ids[map_index]
+                return [
+                    f"{_INDENT}then: end of the item (its output is the item's result in "
+                    f"`{owner}`)"
+                ]
         return [f"{_INDENT}then: end (no outgoing edges)"]
     lines = [f"{_INDENT}then:"]
     for e in edges:
@@ -534,6 +666,7 @@ def _handle_label(handle: str) -> str:
         "match": "on match",
         "no_match": "on no match",
         "default": "by default",
+        "item": "per item",
     }.get(handle, handle)
 
 
@@ -572,6 +705,8 @@ def _route(branch: BranchId) -> str:
     for seg in branch.segments:
         if isinstance(seg, EdgeSegment):
             parts.append(seg.edge)
+        elif isinstance(seg, ItemSegment):
+            parts.append(f"{seg.map} item {seg.index}")
         else:
             parts.append(f"join {seg.join}({', '.join(seg.of)})")
     return " → ".join(parts)

@@ -314,8 +314,12 @@ class RunDriver:
             or (inbox.stop is not None and engine.stopping is None and not engine.done)
             or any(key in engine.halted for key in inbox.decisions)
             or bool(inbox.gates)
-            or (not self._checkpointing and self.port.checkpoint_due())
+            or (not self._checkpointing and self._checkpoint_due())
         )
+
+    def _checkpoint_due(self) -> bool:
+        # A map's run is engine state a checkpoint does not carry: continue after it settles.
+        return not self.engine.maps_running and self.port.checkpoint_due()
 
     async def run(self) -> DriverEnd:
         """Drive the run until it settles, or until it should continue as new.
@@ -337,7 +341,7 @@ class RunDriver:
             self._apply_decisions()
             self._apply_gate_decisions()
             self._apply_timeouts()
-            if not self._checkpointing and self.port.checkpoint_due():
+            if not self._checkpointing and self._checkpoint_due():
                 self._checkpointing = True
             if not self._checkpointing:
                 while True:

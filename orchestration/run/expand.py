@@ -175,8 +175,8 @@ class LogExpander:
     ) -> RunEvent | None:
         """The contract event of one entry, or ``None``.
 
-        ``None`` for ``merge`` (it only names a frame) and for a snapshot point when
-        ``snapshot`` is false (the entry is still read). A gate entry gives its additive
+        ``None`` for ``merge`` and ``item`` (they only name a frame) and for a snapshot point
+        when ``snapshot`` is false (the entry is still read). A gate entry gives its additive
         event (:func:`gate_event`).
 
         Raises:

@@ -65,7 +65,7 @@ from typing import Any, Literal
 from orchestration.errors import MalformedRunLogError
 from orchestration.run.budgets import Spend
 from orchestration.run.engine.builders import edge_taken_record, pending_frame
-from orchestration.run.routes import EdgeSegment, JoinSegment, edge_token, segments_key
+from orchestration.run.routes import AnySegment, EdgeSegment, JoinSegment, edge_token, segments_key
 from orchestration.types import (
     AttemptEnded,
     AttemptRecord,
@@ -391,7 +391,7 @@ class _Gates:
         )
 
 
-_Arrival = tuple[str, tuple[EdgeSegment | JoinSegment, ...]]
+_Arrival = tuple[str, tuple[AnySegment, ...]]
 """A join arrival entered and not yet absorbed: its branch key and its route."""
 
 
@@ -418,10 +418,12 @@ class _Keys:
             token = self.tokens[edge] = edge_token(edge)
         return token
 
-    def token(self, segment: EdgeSegment | JoinSegment) -> str:
+    def token(self, segment: AnySegment) -> str:
         """The segment's rendering, computed once per edge id or join segment."""
         if isinstance(segment, EdgeSegment):
             token = self.edge_piece(segment.edge)
+        elif not isinstance(segment, JoinSegment):
+            token = segments_key((segment,))
         else:
             ident = (segment.join, segment.of)
             known = self.tokens.get(ident)

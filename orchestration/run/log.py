@@ -26,7 +26,9 @@ Gates add three entries (``gate_open``, ``gate_decided``, ``gate_timeout``), eac
 an additive event of its own (``gate_opened``, ``gate_decided``, ``gate_timed_out``); a log
 without them reads as before. Entries are
 in one-to-one order with the contract's events, except ``merge``, which maps to none (it only
-names the merged frame the next ``settle`` settles).
+names the merged frame the next ``settle`` settles), and ``item``, which maps to none either (it
+names a map item's frame, whose route is the map frame's plus ``{map, index}``, entered and
+settled by the next entries).
 
 One entry is additive to the contract: ``attempt`` (:class:`LogAttempt`), one per attempt of a
 call, reason or transform frame, expanded to the additive ``attempt_ended`` event. A log written
@@ -77,6 +79,7 @@ __all__ = [
     "LogGateOpen",
     "LogGateTimeout",
     "LogInterrupt",
+    "LogItem",
     "LogMerge",
     "LogSettle",
     "LogSnapshot",
@@ -141,6 +144,23 @@ class LogMerge(WireModel):
     of: tuple[str, ...]
     via: str | None = None
     arrivals: tuple[int, ...]
+
+
+class LogItem(WireModel):
+    """One item of a map's run begins: defines frame ``frame``, the item's own frame.
+
+    Its node is the map node of frame ``map`` (the map's frame, entered and not yet settled),
+    its route that frame's route plus ``{map, index}``, and its tables the map frame's. The
+    ``enter`` and ``settle`` (``ok``, the item as its one output) that follow are the item
+    frame's; the body's frames come from its ``item`` edges. Like ``merge`` it maps to no
+    contract event: it only names the frame the next entries speak of.
+    """
+
+    kind: Literal["item"] = "item"
+    frame: int
+    map: int
+    index: int
+    at: str
 
 
 class LogSettle(WireModel):
@@ -355,6 +375,7 @@ LogEntry = Annotated[
     | LogEdge
     | LogArrive
     | LogMerge
+    | LogItem
     | LogSettle
     | LogCancel
     | LogSnapshot

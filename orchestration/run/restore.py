@@ -25,7 +25,7 @@ from orchestration.run.engine.state import Barrier, Frame, Items
 from orchestration.run.log import AskedRound, LogEntry, LogGateOpen
 from orchestration.run.provenance import call_refs, reads_model
 from orchestration.run.resolve import entry_for
-from orchestration.run.routes import EdgeSegment, Route
+from orchestration.run.routes import EdgeSegment, ItemSegment, Route
 from orchestration.run.tables import FrameTable
 from orchestration.run.trace import LogTrace, TracedFrame, TracedRequest
 from orchestration.types import (
@@ -33,6 +33,7 @@ from orchestration.types import (
     CallNode,
     GateOutcome,
     InterruptionCause,
+    MapNode,
     OutputItem,
     PlanNode,
     TransformNode,
@@ -230,8 +231,32 @@ def _mark_models(plan: CompiledPlan, trace: LogTrace[Outputs, Artifacts]) -> Non
         elif isinstance(node, TransformNode):
             source = entry_for(node.definition.source, traced.artifacts)
             traced.route.model = source is None or source.route.model is not False
+        elif isinstance(node, MapNode):
+            # As the engine marks them: an item as its list, the map's rows as unknown.
+            if isinstance(traced.route.segment, ItemSegment):
+                source = entry_for(node.definition.over, traced.outputs)
+                traced.route.model = None if source is None else source.route.model
+            else:
+                traced.route.model = None
         else:
             traced.route.model = traced.kind == "reason"
+
+
+def _in_map_body(route: Route | None) -> bool:
+    while route is not None:
+        if isinstance(route.segment, ItemSegment):
+            return True
+        route = route.parent
+    return False
+
+
+def _map_of(traced: _Traced) -> str:
+    route: Route | None = traced.route
+    while route is not None:
+        if isinstance(route.segment, ItemSegment):
+            return route.segment.map
+        route = route.parent
+    return traced.node
 
 
 def restore_from_log(
@@ -276,6 +301,11 @@ def restore_from_log(
     for traced in trace.frontier.values():
         if traced.number == 0:
             continue
+        if (traced.kind == "map" and traced.entered) or _in_map_body(traced.route):
+            raise UnrunnablePlanError(
+                f'the run stopped while map "{_map_of(traced)}" was running its items, and a '
+                "map's run is not carried across a resume yet; start a clone of the plan instead"
+            )
         restored.frames.append((_frame(plan, traced), traced.entered))
     for barrier in trace.barriers.values():
         facts = plan.join(barrier.node)

@@ -12,6 +12,10 @@ length-prefixed: ``e<len>:<edgeId>`` for an edge, ``j<len>:<nodeId>(<len-prefixe
 for a join, concatenated without separators. Freeze also restricts edge ids to
 ``[A-Za-z0-9_-]``; that is defence in depth, not the guarantee.
 
+A map node's items extend the rule with a third segment, ``m<len>:<mapId>[<index>]`` (the
+item's index in decimal, closed by ``]``): the tag letter, the length prefix and the closing
+bracket keep the concatenation injective, and a route without maps renders exactly as before.
+
 Lengths count UTF-16 code units, as the contract's reference does, so keys agree with it for
 every id (they only differ from ``len()`` for characters outside the Basic Multilingual Plane).
 """
@@ -28,12 +32,14 @@ __all__ = [
     "ROUTE_KEY_CACHE",
     "BranchId",
     "EdgeSegment",
+    "ItemSegment",
     "JoinSegment",
     "Route",
     "RouteSegment",
     "branch_key",
     "edge_token",
     "frame_key",
+    "item_token",
     "segments_key",
 ]
 
@@ -59,17 +65,35 @@ class JoinSegment(_RouteModel):
     of: tuple[str, ...]
 
 
+class ItemSegment(_RouteModel):
+    """One item of a map node's run: the map's id and the item's index (from 0).
+
+    Every frame of the map's body for that item has a route through this segment, so two
+    items of one map never share a frame key.
+    """
+
+    map: str
+    index: int
+
+
+AnySegment = EdgeSegment | JoinSegment | ItemSegment
+
+
 def _segment_tag(value: object) -> str:
     if isinstance(value, dict):
-        return "join" if "join" in value else "edge"
-    return "join" if isinstance(value, JoinSegment) else "edge"
+        return "join" if "join" in value else "item" if "map" in value else "edge"
+    if isinstance(value, JoinSegment):
+        return "join"
+    return "item" if isinstance(value, ItemSegment) else "edge"
 
 
 RouteSegment = Annotated[
-    Annotated[EdgeSegment, Tag("edge")] | Annotated[JoinSegment, Tag("join")],
+    Annotated[EdgeSegment, Tag("edge")]
+    | Annotated[JoinSegment, Tag("join")]
+    | Annotated[ItemSegment, Tag("item")],
     Discriminator(_segment_tag),
 ]
-"""An edge segment or a join segment, told apart by which key they carry."""
+"""An edge, join or map-item segment, told apart by which key they carry."""
 
 
 class BranchId(_RouteModel):
@@ -77,7 +101,7 @@ class BranchId(_RouteModel):
 
     segments: tuple[RouteSegment, ...] = ()
 
-    def extend(self, segment: EdgeSegment | JoinSegment) -> BranchId:
+    def extend(self, segment: AnySegment) -> BranchId:
         """The route one segment longer; the receiver is unchanged."""
         return BranchId(segments=(*self.segments, segment))
 
@@ -100,12 +124,19 @@ def edge_token(edge: str) -> str:
     return f"e{_units(edge)}:{edge}"
 
 
-def segments_key(segments: Iterable[EdgeSegment | JoinSegment]) -> str:
+def item_token(map_id: str, index: int) -> str:
+    """One map-item segment's rendering in a branch key: ``m<length>:<map id>[<index>]``."""
+    return f"m{_units(map_id)}:{map_id}[{index}]"
+
+
+def segments_key(segments: Iterable[AnySegment]) -> str:
     """Render segments with length prefixes and no separators (see the module docstring)."""
     parts: list[str] = []
     for seg in segments:
         if isinstance(seg, EdgeSegment):
             parts.append(edge_token(seg.edge))
+        elif isinstance(seg, ItemSegment):
+            parts.append(item_token(seg.map, seg.index))
         else:
             inner = "".join(edge_token(e) for e in seg.of)
             parts.append(f"j{_units(seg.join)}:{seg.join}({inner})")
@@ -173,7 +204,7 @@ class Route:
     def __init__(
         self,
         parent: Route | None,
-        segment: EdgeSegment | JoinSegment | None,
+        segment: AnySegment | None,
         token: str,
         node: str,
         frame: int,
@@ -205,7 +236,7 @@ class Route:
         """The entry frame's empty route."""
         return cls(None, None, "", entry, frame)
 
-    def child(self, segment: EdgeSegment | JoinSegment, token: str, node: str, frame: int) -> Route:
+    def child(self, segment: AnySegment, token: str, node: str, frame: int) -> Route:
         """This route plus one segment, reaching ``node``, for frame ``frame``."""
         return Route(self, segment, token, node, frame)
 
@@ -235,7 +266,7 @@ class Route:
             self._key = key
         return key
 
-    def segments(self) -> tuple[EdgeSegment | JoinSegment, ...]:
+    def segments(self) -> tuple[AnySegment, ...]:
         """The route's segments, in traversal order."""
         return tuple(r.segment for r in self.lineage() if r.segment is not None)
 
@@ -277,8 +308,10 @@ class Route:
     def ancestor_at(self, node: str) -> Route | None:
         """The route, this one or an ancestor, that reached ``node``; ``None`` if none did.
 
-        A route passes a node at most once (the graph is acyclic), so the answer is unique; it
-        is found walking up from here, which for a join's fork costs the depth of the diamond.
+        A route passes a node at most once (the graph is acyclic), except a map node, whose item
+        route extends its own route: the nearest is returned, so inside a map's body the map
+        "is" the item's frame. It is found walking up from here, which for a join's fork costs
+        the depth of the diamond.
         """
         route: Route | None = self
         while route is not None:

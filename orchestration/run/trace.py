@@ -20,6 +20,9 @@ The rules, per entry:
 * ``merge`` closes that barrier (the completing arrival leaves the frontier) and defines the
   merged frame: the fork frame's route plus the join segment, the union of the arrivals'
   tables.
+* ``item`` defines a map item's frame: the map frame's route plus ``{map, index}``, the map
+  frame's tables (the map has not settled); it is entered and settled ``ok`` (its output is
+  the item) by the next entries, and its ``item`` edges define the body's frames.
 * ``interrupt`` with a frame halts it until it is entered again or settled; without one it is
   the run's cause. ``end`` is the outcome. Entries after an ``end`` mean the run was resumed
   (ruling 28): it is running again, and the earlier end and cause no longer apply.
@@ -38,7 +41,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from orchestration.errors import MalformedRunLogError
 from orchestration.run.budgets import Spend
-from orchestration.run.engine.builders import edge_segment, join_segment
+from orchestration.run.engine.builders import edge_segment, item_segment, join_segment
 from orchestration.run.log import (
     LogArrive,
     LogAttempt,
@@ -51,12 +54,13 @@ from orchestration.run.log import (
     LogGateOpen,
     LogGateTimeout,
     LogInterrupt,
+    LogItem,
     LogMerge,
     LogSettle,
     LogSnapshot,
     LogStart,
 )
-from orchestration.run.routes import Route, edge_token, segments_key
+from orchestration.run.routes import Route, edge_token, item_token, segments_key
 from orchestration.types import ArtifactHandle, InterruptionCause, OutputItem
 
 __all__ = [
@@ -71,7 +75,7 @@ __all__ = [
 T = TypeVar("T")
 A = TypeVar("A")
 
-_ADDS_OUTPUT = frozenset({"entry", "call", "reason", "transform", "join"})
+_ADDS_OUTPUT = frozenset({"entry", "call", "reason", "transform", "join", "map"})
 
 
 class TableAlgebra(Protocol[T, A]):
@@ -306,6 +310,9 @@ class LogTrace(Generic[T, A]):
         elif kind is LogMerge:
             assert isinstance(entry, LogMerge)
             self._merge(entry)
+        elif kind is LogItem:
+            assert isinstance(entry, LogItem)
+            self._item(entry)
         elif kind is LogInterrupt:
             assert isinstance(entry, LogInterrupt)
             if entry.frame is None:
@@ -384,6 +391,22 @@ class LogTrace(Generic[T, A]):
             entry.frame, entry.node, entry.node_kind, route, entry.edge, after[0], after[1]
         )
         self._define(target)
+
+    def _item(self, entry: LogItem) -> None:
+        head = self.frame(entry.map)
+        route = head.route.child(
+            item_segment(head.node, entry.index),
+            item_token(head.node, entry.index),
+            head.node,
+            entry.frame,
+        )
+        item = TracedFrame(
+            entry.frame, head.node, "map", route, None, head.outputs, head.artifacts
+        )
+        self._define(item)
+        # An item frame is entered and settled by the next entries; it never waits in the
+        # frontier.
+        self.frontier.pop(item.number, None)
 
     def _define(self, frame: TracedFrame[T, A]) -> None:
         self.frames[frame.number] = frame

@@ -155,6 +155,22 @@ def make_tools() -> Toolbox:
         await asyncio.sleep(seconds)
         return {"value": "awake", "n": 0}
 
+    @tools.tool("listing")
+    def listing(n: int, bad: int) -> dict[str, Any]:
+        good = max(0, n - bad)
+        names = [f"f{i}" for i in range(good)] + [f"x{i}" for i in range(good, n)]
+        return {"files": names, "n": n}
+
+    @tools.tool("schedule")
+    def schedule() -> dict[str, Any]:
+        return {"files": [0.0, 0.5, 0.0, 1.0], "n": 4}
+
+    @tools.tool("inspect")
+    def inspect(name: str) -> dict[str, Any]:
+        if name.startswith("x"):
+            raise ValueError(f"cannot read {name}")
+        return {"value": name.upper(), "n": len(name)}
+
     @tools.tool("lost")
     async def lost(context: ToolContext) -> dict[str, Any]:
         attempt(context)
@@ -414,6 +430,82 @@ def quorum_unsatisfiable(plan_id: str) -> RawPlanView:
         s.call(arm, "boom", output=VALUE).call(f"{arm}_rescue", "stamp", output=VALUE)
         s.edge("fork", arm).edge(arm, "j").edge(arm, f"{arm}_rescue", "error")
     return s.view()
+
+
+def mapped(
+    max_items: int = 5,
+    *,
+    concurrency: int | None = None,
+    tolerated_failures: int | None = None,
+    tolerated_failure_percent: float | None = None,
+) -> Callable[[str], RawPlanView]:
+    """list (a call returning ``files``) → map over ``list.files`` (body: inspect the item) →
+    after; the map's error edge goes to rescue. Input ``n`` items, the last ``bad`` of which
+    the body fails on."""
+
+    def build(plan_id: str) -> RawPlanView:
+        s = PlanSketch(plan_id, max_concurrent_frames=8)
+        s.entry(NumberField(path="n"), NumberField(path="bad"))
+        s.call(
+            "list",
+            "listing",
+            args={"n": NodeRef("entry", path="n"), "bad": NodeRef("entry", path="bad")},
+            output=[NumberField(path="n")],
+        )
+        s.map(
+            "m",
+            NodeRef("list", path="files"),
+            max_items=max_items,
+            concurrency=concurrency,
+            tolerated_failures=tolerated_failures,
+            tolerated_failure_percent=tolerated_failure_percent,
+        )
+        s.call("inspect", "inspect", args={"name": NodeRef("m", path="item")}, output=VALUE)
+        s.call("after", "stamp", args={"results": NodeRef("m", select="all")}, output=VALUE)
+        s.call("rescue", "stamp", output=VALUE)
+        s.edge("entry", "list").edge("list", "m").edge("m", "inspect", "item")
+        return s.edge("m", "after").edge("m", "rescue", "error").view()
+
+    return build
+
+
+def paced_map(plan_id: str) -> RawPlanView:
+    """A map of four naps, two at a time: the first two items start together; each later item
+    starts when one finishes (the naps order the finishes the same way on both hosts)."""
+    s = PlanSketch(plan_id, max_concurrent_frames=8).entry(StringField(path="s"))
+    s.call("list", "schedule", output=[NumberField(path="n")])
+    s.map("m", NodeRef("list", path="files"), max_items=4, concurrency=2)
+    s.call("inspect", "nap", args={"seconds": NodeRef("m", path="item")}, output=VALUE)
+    s.call("after", "stamp", args={"results": NodeRef("m", select="all")}, output=VALUE)
+    s.call("rescue", "stamp", output=VALUE)
+    s.edge("entry", "list").edge("list", "m").edge("m", "inspect", "item")
+    return s.edge("m", "after").edge("m", "rescue", "error").view()
+
+
+def _mapped(
+    status: str, results: list[tuple[bool, str | None]] | None = None
+) -> Callable[[RunProjection], None]:
+    """The map settled ``status``; with ``results``, its output row per item (ok, value)."""
+
+    def check(projection: RunProjection) -> None:
+        nodes = projection.node_status_by_id
+        assert nodes["m"] == status, nodes
+        assert nodes.get("after", "pending") == ("done" if status == "done" else "pending")
+        assert nodes.get("rescue", "pending") == ("done" if status == "failed" else "pending")
+        if results is None:
+            return
+        outputs = projection.outputs.items()
+        (output,) = [o for k, o in outputs if k.startswith("m:") and "[" not in k]
+        rows = [item.json_ for item in output.items]
+        assert [row["index"] for row in rows] == list(range(len(results)))
+        for row, (ok, value) in zip(rows, results, strict=True):
+            assert row["ok"] is ok, row
+            if ok:
+                assert row["result"]["value"] == value, row
+            else:
+                assert row["error"]["node"] == "inspect" and row["error"]["name"] == "ValueError"
+
+    return check
 
 
 CONCURRENT = SETTINGS.model_copy(update={"max_in_flight": 8})
@@ -1010,6 +1102,41 @@ SCENARIOS: dict[str, Scenario] = {
         settings=CONCURRENT,
     ),
     "join_quorum_unsatisfiable": Scenario(quorum_unsatisfiable, {"s": "x"}, "halted"),
+    "map_no_items": Scenario(mapped(), {"n": 0, "bad": 0}, "completed", check=_mapped("done", [])),
+    "map_one_item": Scenario(
+        mapped(), {"n": 1, "bad": 0}, "completed", check=_mapped("done", [(True, "F0")])
+    ),
+    "map_many_items": Scenario(
+        mapped(concurrency=2),
+        {"n": 4, "bad": 0},
+        "completed",
+        check=_mapped("done", [(True, "F0"), (True, "F1"), (True, "F2"), (True, "F3")]),
+    ),
+    "map_over_max_items": Scenario(
+        mapped(max_items=3),
+        {"n": 4, "bad": 0},
+        "completed",
+        check=_mapped("failed"),
+    ),
+    "map_tolerance_met": Scenario(
+        mapped(tolerated_failures=1),
+        {"n": 3, "bad": 1},
+        "completed",
+        check=_mapped("done", [(True, "F0"), (True, "F1"), (False, None)]),
+    ),
+    "map_tolerance_exceeded": Scenario(
+        mapped(tolerated_failure_percent=25),
+        {"n": 4, "bad": 2},
+        "completed",
+        check=_mapped("failed"),
+    ),
+    "map_two_at_a_time": Scenario(
+        paced_map,
+        {"s": "x"},
+        "completed",
+        check=_mapped("done", [(True, "awake")] * 4),
+        settings=CONCURRENT,
+    ),
     "reason_invalid_twice": Scenario(
         thinking,
         {"s": "x"},

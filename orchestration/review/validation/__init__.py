@@ -9,11 +9,12 @@ stable ``code`` and a message addressed to the model that authored the plan, nam
 
 Issues come in a fixed order, so two freezes of one plan report identically: the fold's own
 issues (passed in), then topology (entry, cycle), identity, handles and select wiring,
-reachability, joins, declared fields, references, taint, calls, call arguments against their
-tool's shape, reason nodes, transforms, gates (approvals, input requests, questions), cells,
-scaffold text, and bounds. Checks that need the single entry (reachability, dominance, routes)
-run only when there is exactly one; route counting also needs an acyclic graph. Every check
-runs on every plan otherwise, so an author sees all of a plan's problems at once.
+reachability, joins, maps (bodies and the worst case), declared fields, references, taint,
+calls, call arguments against their tool's shape, reason nodes, transforms, gates (approvals,
+input requests, questions), cells, scaffold text, and bounds. Checks that need the single
+entry (reachability, dominance, routes) run only when there is exactly one; route counting
+also needs an acyclic graph. Every check runs on every plan otherwise, so an author sees all of
+a plan's problems at once.
 
 ``validate`` never raises on a folded view: whatever a check or a cell raises becomes a
 blocking issue (``internal_error``), so an unchecked plan can never be frozen by accident.
@@ -39,6 +40,7 @@ from orchestration.review.validation.inputs import (
     resolve_inputs,
 )
 from orchestration.review.validation.issues import advisory, blocking, has_blocking
+from orchestration.review.validation.maps import check_maps
 from orchestration.review.validation.reason import check_reasons
 from orchestration.review.validation.taint import check_taint
 from orchestration.review.validation.topology import (
@@ -68,6 +70,7 @@ _BEFORE_CELLS: tuple[Callable[[CheckContext], list[PlanIssue]], ...] = (
     check_handles,
     check_reachability,
     check_joins,
+    check_maps,
     check_declared_fields,
     check_references,
     check_taint,

@@ -8,6 +8,7 @@ from functools import cached_property
 from orchestration.errors import OrchestrationError
 from orchestration.plan.encoding import encode_model
 from orchestration.plan.graph import PlanStructure
+from orchestration.plan.maps import map_bodies
 from orchestration.plan.references import RefSite, reference_sites
 from orchestration.review.validation.inputs import FreezeInputs
 from orchestration.types import PlanNode, RawPlanView
@@ -46,6 +47,18 @@ class CheckContext:
     def sites(self) -> dict[str, list[RefSite]]:
         """Every node's reference sites (first node of each id), computed once."""
         return {node_id: reference_sites(node) for node_id, node in self.by_id.items()}
+
+    @cached_property
+    def map_bodies(self) -> dict[int, tuple[int, ...]]:
+        """Each map node's body by the map's graph index (empty without maps or with a cycle)."""
+        structure = self.structure
+        if "map" not in structure.graph.kinds or structure.order is None:
+            return {}
+        return map_bodies(structure.graph, structure.order)
+
+    def outside_body(self, target: int, reader: int) -> bool:
+        """Whether ``target`` is in a map's body that ``reader`` is not in."""
+        return any(target in body and reader not in body for body in self.map_bodies.values())
 
     @cached_property
     def encoded(self) -> bytes | Exception:

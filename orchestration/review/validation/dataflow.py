@@ -20,7 +20,7 @@ from orchestration.plan.graph import PlanStructure, count_routes, reachable
 from orchestration.plan.references import FieldSpace, field_space
 from orchestration.review.validation.context import CheckContext
 from orchestration.review.validation.issues import blocking, quote_list
-from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment, RouteSegment
+from orchestration.run.routes import BranchId, EdgeSegment, ItemSegment, JoinSegment, RouteSegment
 from orchestration.types import PlanIssue
 
 __all__ = ["check_references", "merged_at_joins", "route_of", "runs_first", "valid_route"]
@@ -56,8 +56,14 @@ def check_references(ctx: CheckContext) -> list[PlanIssue]:
                     )
                 )
                 continue
-            if structure.dominators is not None and structure.live[index] and not (
-                target_index != index and runs_first(structure, merged, target_index, index)
+            if (
+                structure.dominators is not None
+                and structure.live[index]
+                and not (
+                    target_index != index and runs_first(structure, merged, target_index, index)
+                )
+                # A read into a map's body from outside it is the map check's to name.
+                and not ctx.outside_body(target_index, index)
             ):
                 issues.append(
                     blocking(
@@ -70,7 +76,9 @@ def check_references(ctx: CheckContext) -> list[PlanIssue]:
                         node_id=node.id,
                     )
                 )
-            if ref.path is not None:
+            # A map's list is not a declarable field (fields are scalars): the map checks
+            # that it reads a list when it runs (MapItemsError).
+            if ref.path is not None and site.location != "over":
                 space = spaces.get(ref.node)
                 if space is None:
                     space = spaces[ref.node] = field_space(target)
@@ -239,6 +247,10 @@ def valid_route(
             if e is None or graph.src[e] != current or graph.kinds[graph.dst[e]] == "join":
                 return False
             current = graph.dst[e]
+        elif isinstance(segment, ItemSegment):
+            # One item of a map: the map's item frame, on the map's own node.
+            if segment.map != graph.ids[current] or graph.kinds[current] != "map":
+                return False
         else:
             join = graph.index.get(segment.join)
             shape = structure.joins.get(join) if join is not None else None

@@ -39,6 +39,7 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "select": frozenset({"default", "error"}),
     "join": frozenset({"always", "error"}),
     "input": frozenset({"always", "error"}),
+    "map": frozenset({"item", "always", "error"}),
 }
 
 _PERMITTED_TEXT: dict[str, str] = {
@@ -50,6 +51,7 @@ _PERMITTED_TEXT: dict[str, str] = {
     "select": '"case_<label>" (a label in its cases), "default" or "error"',
     "join": '"always" or "error"',
     "input": '"always" or "error"',
+    "map": '"item" (into its body), "always" (after every item ran) or "error"',
 }
 
 

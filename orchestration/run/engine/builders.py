@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from orchestration.run.routes import BranchId, EdgeSegment, JoinSegment
+from orchestration.run.routes import AnySegment, BranchId, EdgeSegment, ItemSegment, JoinSegment
 from orchestration.types import (
     ComparedValue,
     EdgeTaken,
@@ -58,6 +58,7 @@ __all__ = [
     "frame_ref",
     "frontier_snapshot",
     "join_arrival",
+    "item_segment",
     "join_segment",
     "join_state",
     "node_entered",
@@ -121,7 +122,10 @@ edge_segment: Callable[[str], EdgeSegment] = _builder(EdgeSegment, "edge")
 join_segment: Callable[[str, tuple[str, ...]], JoinSegment] = _builder(JoinSegment, "join, of")
 """A route segment for a closed barrier: the join and its sorted incoming edge ids."""
 
-branch_id: Callable[[tuple[EdgeSegment | JoinSegment, ...]], BranchId] = _builder(
+item_segment: Callable[[str, int], ItemSegment] = _builder(ItemSegment, "map, index")
+"""A route segment for one item of a map node's run."""
+
+branch_id: Callable[[tuple[AnySegment, ...]], BranchId] = _builder(
     BranchId, "segments"
 )
 """A route from segments that are already segment models."""

@@ -37,7 +37,14 @@ from orchestration.plan.graph import (
 )
 from orchestration.run.budgets import Budgets
 from orchestration.run.engine.builders import edge_segment, join_segment
-from orchestration.run.routes import EdgeSegment, JoinSegment, edge_token, segments_key
+from orchestration.run.routes import (
+    AnySegment,
+    EdgeSegment,
+    ItemSegment,
+    JoinSegment,
+    edge_token,
+    segments_key,
+)
 from orchestration.tools.contracts import BranchVerdict, SelectVerdict
 from orchestration.types import JoinDefinition, PlanNode, RawPlanView
 
@@ -141,7 +148,8 @@ class CompiledPlan:
         always: dict[str, list[Hop]] = {}
         default: dict[str, list[Hop]] = {}
         error: dict[str, list[Hop]] = {}
-        by_handle = {"always": always, "default": default, "error": error}
+        item: dict[str, list[Hop]] = {}
+        by_handle = {"always": always, "default": default, "error": error, "item": item}
         hops: dict[str, Hop] = {}
         for edge in view.edges:
             edge_id, origin, to = edge.id, edge.from_, edge.to
@@ -192,6 +200,10 @@ class CompiledPlan:
         self.error_hops: dict[str, tuple[Hop, ...]] = {
             origin: tuple(fired) for origin, fired in error.items()
         }
+        self.item_hops: dict[str, tuple[Hop, ...]] = {
+            origin: tuple(fired) for origin, fired in item.items()
+        }
+        """Each map node's ``item`` edges (into its body), fired once per item."""
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
         self.budgets = Budgets.of(view.bounds, view.nodes)
@@ -240,7 +252,7 @@ class CompiledPlan:
         return "" if hop is None else hop.source_id
 
     def cut_at_fork(
-        self, segments: tuple[EdgeSegment | JoinSegment, ...], bkey: str, fork: str
+        self, segments: tuple[AnySegment, ...], bkey: str, fork: str
     ) -> tuple[int, int]:
         """Where a route is truncated at ``fork``: (segments kept, length of their key in ``bkey``).
 
@@ -255,6 +267,8 @@ class CompiledPlan:
             segment = segments[index]
             if isinstance(segment, JoinSegment):
                 reached: str | None = segment.join
+            elif isinstance(segment, ItemSegment):
+                reached = segment.map
             else:
                 hop = hops.get(segment.edge)
                 reached = None if hop is None else hop.target_id

@@ -74,6 +74,7 @@ from orchestration.plan.gates import (
 )
 from orchestration.run.budgets import Allowance, Spend
 from orchestration.run.engine.builders import (
+    item_segment,
     log_attempt,
     log_edge,
     log_enter,
@@ -93,7 +94,7 @@ from orchestration.run.engine.results import (
     Skipped,
     Succeeded,
 )
-from orchestration.run.engine.state import Barrier, Frame, Items
+from orchestration.run.engine.state import Barrier, Frame, ItemRun, Items, MapRun
 from orchestration.run.inputs import check_run_input
 from orchestration.run.log import (
     AskedRound,
@@ -105,13 +106,21 @@ from orchestration.run.log import (
     LogGateOpen,
     LogGateTimeout,
     LogInterrupt,
+    LogItem,
     LogMerge,
     LogSnapshot,
     LogStart,
 )
 from orchestration.run.provenance import arg_origins, call_refs, reads_model, verdict_check
-from orchestration.run.resolve import MissingValue, entry_for, resolve_args, resolve_prompt
-from orchestration.run.routes import Route
+from orchestration.run.resolve import (
+    MISSING,
+    MissingValue,
+    entry_for,
+    resolve_args,
+    resolve_prompt,
+    resolve_ref,
+)
+from orchestration.run.routes import Route, item_token
 from orchestration.tools.contracts import PredicateContext
 
 if TYPE_CHECKING:
@@ -132,6 +141,8 @@ from orchestration.types import (
     InputDefinition,
     InterruptionCause,
     JoinUnsatisfiable,
+    MapDefinition,
+    MapNode,
     NodeFailed,
     NodeOutput,
     OutputItem,
@@ -277,6 +288,8 @@ class RunEngine:
         self._gate_history: dict[str, tuple[int, GateOutcome | None]] = {}
         self._args_gates, self._result_gates = _gated_nodes(plan)
         self._barriers: dict[tuple[str, int], Barrier] = {}
+        # Maps whose items are running, by their frame's number.
+        self._maps: dict[int, MapRun] = {}
         # Open barriers by the region nodes they watch, and those no live frame can reach.
         self._watch: dict[str, list[Barrier]] = {}
         self._unreachable: dict[tuple[str, int], Barrier] = {}
@@ -443,12 +456,17 @@ class RunEngine:
         """Record a ``snapshot`` and return what a continued execution needs to go on.
 
         Raises:
-            EngineStateError: the run has settled, or frames are in flight (settle them
-                first: a checkpoint carries no work in progress).
+            EngineStateError: the run has settled, frames are in flight (settle them first:
+                a checkpoint carries no work in progress), or a map is running its items.
 
         """
         from orchestration.run.checkpoint import make_checkpoint
 
+        if self._maps and not self.done:
+            raise EngineStateError(
+                "a checkpoint does not carry a map's run; wait until no map is running its "
+                "items (maps_running)"
+            )
         if self.done or self._running:
             raise EngineStateError(
                 "a checkpoint needs a run with nothing in flight; wait for the frames in "
@@ -579,6 +597,11 @@ class RunEngine:
     def stopping(self) -> InterruptionCause | None:
         """The cause the run is ending with, while frames in flight still settle."""
         return None if self.done else self._draining
+
+    @property
+    def maps_running(self) -> bool:
+        """Whether a map's items are running (a checkpoint waits until none is)."""
+        return bool(self._maps)
 
     @property
     def steps(self) -> int:
@@ -765,6 +788,8 @@ class RunEngine:
                 self._arrive(frame, at)
             elif frame.kind == "input":
                 self._ask_person(frame, at)
+            elif frame.kind == "map":
+                self._open_map(frame, at)
             else:
                 dispatch = self._dispatch_for(frame)
                 if type(dispatch) is Dispatch:
@@ -1246,6 +1271,9 @@ class RunEngine:
         return number
 
     def _add_live(self, frame: Frame) -> None:
+        item = frame.item
+        if item is not None:
+            item.live += 1
         bucket = self._live.get(frame.node_id)
         if bucket is None:
             self._live[frame.node_id] = {frame.number: frame}
@@ -1259,6 +1287,9 @@ class RunEngine:
         bucket = self._live.get(frame.node_id)
         if bucket is None or bucket.pop(frame.number, None) is None:
             return
+        item = frame.item
+        if item is not None:
+            item.live -= 1
         if not bucket:
             del self._live[frame.node_id]
         watchers = self._watch.get(frame.node_id)
@@ -1428,6 +1459,9 @@ class RunEngine:
         kind = frame.kind
         if kind == "call" or kind == "transform":
             frame.route.model = self._model_derived(frame)
+        elif kind == "map":
+            # The items' results may come from anywhere in the body: unknown reads as model.
+            frame.route.model = None
         else:
             frame.route.model = kind == "reason"
         outputs = frame.outputs.set(number, frame.node_id, frame.route, items)
@@ -1437,9 +1471,12 @@ class RunEngine:
         self._log.append(
             log_settle(number, "ok", items, artifact, False, None, frame.attempt, None, at)
         )
-        self._close_frame(
-            frame, self._plan.success_hops.get(frame.node_id, ()), outputs, artifacts, None, at
-        )
+        hops = self._plan.success_hops.get(frame.node_id, ())
+        item = frame.item
+        if item is not None and not hops:
+            # A body frame with nothing after it: its output is the item's result so far.
+            item.result = items[0].json_ if items else None
+        self._close_frame(frame, hops, outputs, artifacts, None, at)
 
     def _decide(self, frame: Frame, result: Decided, at: str) -> None:
         node = frame.node
@@ -1486,15 +1523,28 @@ class RunEngine:
     def _fail(self, frame: Frame, failure: Failed, at: str) -> None:
         error = ErrorInfo(name=failure.name, message=failure.message)
         hops = self._plan.error_hops.get(frame.node_id, ())
+        item = frame.item
+        if not hops and item is not None and item.error is None:
+            # Inside a map's body an unhandled failure fails the item, not the run: the map
+            # counts it against its tolerance once the item's other frames are done.
+            item.error = {"node": frame.node_id, "name": failure.name, "message": failure.message}
         # An error edge takes the failure; without one the batch is the settlement alone (no
         # edge fires, and no barrier changed since the last snapshot), and the run ends.
         self._log.append(
             log_settle(
-                frame.number, "failed", (), None, bool(hops), error, frame.attempt, None, at
+                frame.number,
+                "failed",
+                (),
+                None,
+                bool(hops) or item is not None,
+                error,
+                frame.attempt,
+                None,
+                at,
             )
         )
         self._close_frame(frame, hops, frame.outputs, frame.artifacts, None, at)
-        if hops:
+        if hops or item is not None:
             return
         cause: InterruptionCause
         if failure.kind == "predicate":
@@ -1526,6 +1576,7 @@ class RunEngine:
             queue = self._queue
             route = frame.route
             number = frame.number
+            item = frame.item
             for hop in hops:
                 child_number = self._next
                 self._next = child_number + 1
@@ -1538,6 +1589,7 @@ class RunEngine:
                     outputs,
                     artifacts,
                 )
+                child.item = item
                 self._add_live(child)
                 queue.append(child)
                 log.append(
@@ -1556,6 +1608,142 @@ class RunEngine:
             # Frames need no snapshot (the fold advances them from settle and edge entries);
             # barriers do, so a snapshot closes a batch only when one changed.
             self._log.append(self._snapshot_entry(at))
+        finished = frame.item
+        if finished is not None and finished.live <= 0:
+            self._item_done(finished, at)
+
+    # ------------------------------------------------------------------------------------
+    # Internals: maps
+    # ------------------------------------------------------------------------------------
+
+    def _open_map(self, head: Frame, at: str) -> None:
+        """A map's frame was entered: read its list, then start its first items.
+
+        The frame stays live (not in flight: nothing is handed to the host) until every item
+        ran; :meth:`_finish_map` settles it. A list longer than ``maxItems`` fails it at once.
+        """
+        node = cast(MapNode, head.node)
+        definition = node.definition
+        over = definition.over
+        values = resolve_ref(over, head.outputs)
+        where = over.node if over.path is None else f"{over.node}.{over.path}"
+        if values is MISSING or not isinstance(values, list):
+            got = "nothing" if values is MISSING else type(values).__name__
+            self._fail(
+                head,
+                Failed(
+                    "MapItemsError",
+                    f'map "{node.id}" reads `{where}`, which is not a list on this route (got '
+                    f"{got}); map over a list",
+                ),
+                at,
+            )
+            return
+        if len(values) > definition.max_items:
+            self._fail(
+                head,
+                Failed(
+                    "MapTooManyItemsError",
+                    f'map "{node.id}" got {len(values)} items from `{where}`, more than its '
+                    f"maxItems {definition.max_items}; no item ran",
+                ),
+                at,
+            )
+            return
+        source = entry_for(over, head.outputs)
+        run = MapRun(head, values, definition.concurrency or max(1, len(values)))
+        run.model = None if source is None else source.route.model
+        self._maps[head.number] = run
+        self._advance_map(run, at)
+
+    def _advance_map(self, run: MapRun, at: str) -> None:
+        """Start items while the map's concurrency allows, then settle it if it is done."""
+        if run.starting:
+            return
+        run.starting = True
+        try:
+            self._start_items(run, at)
+        finally:
+            run.starting = False
+        if run.active == 0 and self._maps.get(run.head.number) is run:
+            definition = cast(MapNode, run.head.node).definition
+            total = len(run.values)
+            if run.next >= total or not definition.tolerates(run.failed, total):
+                self._finish_map(run, at)
+
+    def _start_items(self, run: MapRun, at: str) -> None:
+        head = run.head
+        map_id = head.node_id
+        definition = cast(MapNode, head.node).definition
+        total = len(run.values)
+        hops = self._plan.item_hops.get(map_id, ())
+        while run.next < total and run.active < run.limit:
+            if self._draining is not None or self.done:
+                return
+            if not definition.tolerates(run.failed, total):
+                return
+            if self._steps >= self._plan.max_steps:
+                self._begin_end(BudgetExhausted(settled=self._steps))
+                return
+            self._steps += 1
+            index = run.next
+            run.next = index + 1
+            run.active += 1
+            number = self._new_number()
+            route = head.route.child(
+                item_segment(map_id, index), item_token(map_id, index), map_id, number
+            )
+            route.model = run.model
+            frame = Frame(number, route, head.node, None, head.outputs, head.artifacts)
+            frame.item = ItemRun(run, index)
+            frame.entered_at = at
+            items = (output_item({"index": index, "item": run.values[index]}),)
+            log = self._log
+            log.append(LogItem(frame=number, map=head.number, index=index, at=at))
+            log.append(log_enter(number, 1, at))
+            log.append(log_settle(number, "ok", items, None, False, None, 1, None, at))
+            outputs = head.outputs.set(number, map_id, route, items)
+            self._close_frame(frame, hops, outputs, head.artifacts, None, at)
+
+    def _item_done(self, item: ItemRun, at: str) -> None:
+        """An item has no live frame left: record its result and move its map on."""
+        run = item.map
+        if self._maps.get(run.head.number) is not run or item.index in run.results:
+            return
+        run.active -= 1
+        if item.error is not None:
+            run.failed += 1
+            run.results[item.index] = {"index": item.index, "ok": False, "error": item.error}
+        else:
+            run.results[item.index] = {"index": item.index, "ok": True, "result": item.result}
+        self._advance_map(run, at)
+
+    def _finish_map(self, run: MapRun, at: str) -> None:
+        """Every item ran (or too many failed): settle the map's frame once."""
+        head = run.head
+        del self._maps[head.number]
+        definition = cast(MapNode, head.node).definition
+        total = len(run.values)
+        if definition.tolerates(run.failed, total):
+            items = tuple(output_item(run.results[i]) for i in range(total))
+            self._settle_ok(head, items, None, at)
+            return
+        failures = [row for _, row in sorted(run.results.items()) if not row["ok"]]
+        named = "; ".join(
+            f'item {row["index"]} at "{error["node"]}" ({error["name"]}: {error["message"]})'
+            for row in failures[:5]
+            for error in [cast(dict[str, str], row["error"])]
+        )
+        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+        self._fail(
+            head,
+            Failed(
+                "MapToleranceExceededError",
+                f'map "{head.node_id}": {run.failed} of {total} items failed, more than it '
+                f"tolerates ({_tolerance(definition)}): {named}{more}",
+            ),
+            at,
+        )
 
     # ------------------------------------------------------------------------------------
     # Internals: joins
@@ -1601,6 +1789,7 @@ class RunEngine:
             FrameTable.union([a.outputs for a in barrier.arrivals]),
             FrameTable.union([a.artifacts for a in barrier.arrivals]),
         )
+        merged.item = completing.item
         self._record(
             LogMerge(
                 frame=number,
@@ -1627,13 +1816,22 @@ class RunEngine:
             for frame in self._live.get(node_id, {}).values()
             if frame.route.ancestor_at(fork) is prefix
         ]
+        # A map running its items on such a route goes too, with every frame of its body.
+        heads = [frame.route for frame in doomed if frame.number in self._maps]
+        if heads:
+            seen = {frame.number for frame in doomed}
+            doomed += [
+                frame
+                for frame in self.live_frames()
+                if frame.number not in seen and any(frame.route.extends(h) for h in heads)
+            ]
         for frame in doomed:
             key = frame.ident
             if key in self._running:
                 self._release(key)
                 self._halted.pop(key, None)
                 self._cancelled.append(key)
-            else:
+            elif self._maps.pop(frame.number, None) is None:
                 self._queue.remove(frame)
             self._remove_live(frame)
             self._record(LogCancel(frame=frame.number, at=at))
@@ -1704,6 +1902,16 @@ class RunEngine:
         outcome = outcome_for(cause)
         self._record(LogEnd(outcome=outcome, at=at))
         self._outcome = outcome
+
+
+def _tolerance(definition: MapDefinition) -> str:
+    """A map's failure tolerance in words."""
+    parts = []
+    if definition.tolerated_failures is not None:
+        parts.append(f"{definition.tolerated_failures} failed item(s)")
+    if definition.tolerated_failure_percent is not None:
+        parts.append(f"{definition.tolerated_failure_percent:g}% of the items")
+    return " or ".join(parts) if parts else "no failed item"
 
 
 class _LazyContext:

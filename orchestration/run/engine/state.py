@@ -23,7 +23,7 @@ from orchestration.run.routes import Route
 from orchestration.run.tables import FrameTable
 from orchestration.types import ArtifactHandle, OutputItem, PlanNode
 
-__all__ = ["Barrier", "Frame", "Items"]
+__all__ = ["Barrier", "Frame", "ItemRun", "Items", "MapRun"]
 
 Items = tuple[OutputItem, ...]
 """A settled frame's output, as the engine's tables hold it."""
@@ -55,6 +55,7 @@ class Frame:
         rounds: A reason frame's answered rounds of questions, in order.
         tries_before: Attempts spent before the current round of questions (the retry budget
             counts from there).
+        item: The innermost map item it runs for (``None`` outside every map's body).
 
     """
 
@@ -65,6 +66,7 @@ class Frame:
         "dispatch",
         "entered_at",
         "ident",
+        "item",
         "kind",
         "node",
         "node_id",
@@ -106,6 +108,7 @@ class Frame:
         self.approved: Mapping[str, Any] | None = None
         self.rounds: tuple[AskedRound, ...] = ()
         self.tries_before = 0
+        self.item: ItemRun | None = None
 
 
 class Barrier:
@@ -143,3 +146,64 @@ class Barrier:
         self._seen.add(ident)
         self.arrivals.append(arrival)
         return True
+
+
+class MapRun:
+    """One run of a map node: its frame (entered, settled once every item ran) and its items.
+
+    Attributes:
+        head: The map's frame (live while the items run).
+        values: The list being mapped, one entry per item.
+        next: The index of the next item to start.
+        active: Items started and not yet finished.
+        limit: How many items may run at once.
+        results: Each finished item's result row, by index.
+        failed: How many items failed so far.
+        model: Whether the list traces back to a model (its items inherit it).
+        starting: Set while items are being started (a finishing item then only records).
+
+    """
+
+    __slots__ = (
+        "active",
+        "failed",
+        "head",
+        "limit",
+        "model",
+        "next",
+        "results",
+        "starting",
+        "values",
+    )
+
+    def __init__(self, head: Frame, values: list[object], limit: int) -> None:
+        self.head = head
+        self.values = values
+        self.limit = limit
+        self.next = 0
+        self.active = 0
+        self.failed = 0
+        self.results: dict[int, dict[str, object]] = {}
+        self.model: bool | None = None
+        self.starting = False
+
+
+class ItemRun:
+    """One item of a map's run: how many of its frames are live, and how it ends.
+
+    Attributes:
+        map: The map run it belongs to; ``index`` its position in the list.
+        live: Live frames of the body running for it (parked join arrivals excluded).
+        result: The output of the last body frame that settled ``ok`` with no edge to fire.
+        error: The first unhandled failure in its body, ``{node, name, message}``.
+
+    """
+
+    __slots__ = ("error", "index", "live", "map", "result")
+
+    def __init__(self, map_run: MapRun, index: int) -> None:
+        self.map = map_run
+        self.index = index
+        self.live = 0
+        self.result: object = None
+        self.error: dict[str, str] | None = None

@@ -100,3 +100,13 @@ async def test_each_frame_s_lifecycle_reads_in_order_with_its_waits(tmp_path: Pa
     assert all(a.at <= b.at for a, b in zip(work, work[1:], strict=False))
     text = describe_lifecycles(events)
     assert "entered again (attempt 2)" in text and "waiting: an operator's decision" in text
+
+
+async def test_a_map_lists_each_item_and_its_body_by_the_item(tmp_path: Path) -> None:
+    """The map runs once; each item's frame and its body's frames are named by the item."""
+    text, _ = await shown(tmp_path, "map_tolerance_met")
+    assert "  m                        done" in text
+    for index in range(3):
+        assert f"  m item {index} " in text
+        assert f"  inspect [m item {index}] " in text
+    assert "  inspect [m item 2]       failed" in text

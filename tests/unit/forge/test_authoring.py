@@ -262,3 +262,30 @@ async def test_list_tools_shows_each_tools_shape_and_freeze_checks_it() -> None:
     (issue,) = refused.data["issues"]
     assert issue["code"] == "unknown_argument" and issue["nodeId"] == "scan"
     assert 'did you mean "dir"?' in issue["message"]
+
+
+async def test_a_model_builds_a_map_by_tool_calls() -> None:
+    """A map node and its item edge go in through the forge tools, and the plan freezes."""
+    orch = await make_orch()
+    call = Caller(orch.tools("authoring", actor_id="model-1"))
+    plan_id = await _plan(call)
+    for node in (
+        call_node("list", "search"),
+        {"id": "each", "kind": "map", "definition": {
+            "over": {"$ref": {"node": "list", "path": "value"}}, "maxItems": 20,
+            "concurrency": 4, "toleratedFailurePercent": 10}},
+        call_node("one", "stamp", args={"row": {"$ref": {"node": "each", "path": "item"}}}),
+        call_node("done", "notify", args={"rows": {"$ref": {"node": "each", "select": "all"}}}),
+    ):
+        added = await call("add_node", planId=plan_id, node=node)
+        assert added.ok, added.text
+    for edge in (
+        {"from": "entry", "to": "list"},
+        {"from": "list", "to": "each"},
+        {"from": "each", "to": "one", "handle": "item"},
+        {"from": "each", "to": "done"},
+    ):
+        connected = await call("connect_nodes", planId=plan_id, edge=edge)
+        assert connected.ok, connected.text
+    submitted = await call("submit_plan", planId=plan_id)
+    assert submitted.ok, submitted.text

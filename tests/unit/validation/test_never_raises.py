@@ -27,6 +27,8 @@ from orchestration.types import (
     EntryNode,
     EnumField,
     JoinNode,
+    MapDefinition,
+    MapNode,
     NumberField,
     PlanBounds,
     PlanEdge,
@@ -51,7 +53,7 @@ from .helpers import FakeCell, check, fold
 
 IDS = ["entry", "a", "b", "c", "d", "j", "k", "Bad.Id"]
 EDGE_IDS = ["e1", "e2", "e3", "e4", "e5", "e6", "e:7", "e8"]
-HANDLES = ["always", "error", "match", "no_match", "default", "case_x", "case_y", "case_"]
+HANDLES = ["always", "error", "match", "no_match", "default", "case_x", "case_y", "case_", "item"]
 TOOLS = ["web.fetch", "files.read_json", "image.render", "blob.get", "legacy.tool", "nope"]
 SCHEMAS = [
     '{"type": "object", "properties": {"x": {"type": "string"}}}',
@@ -154,10 +156,15 @@ def _node(node_id: str, kind: str, data: st.DataObject) -> Any:
         return SelectNode(id=node_id, phase=phase, definition=SelectDefinition(
             evaluator=evaluator, predicate=predicate,
             cases=tuple(draw(st.lists(st.sampled_from(["x", "y", ""]), max_size=3)))))
+    if kind == "map":
+        return MapNode(id=node_id, phase=phase, definition=MapDefinition(
+            over=draw(refs), max_items=draw(st.integers(1, 5)),
+            concurrency=draw(st.one_of(st.none(), st.integers(1, 3))),
+            tolerated_failures=draw(st.one_of(st.none(), st.integers(0, 2)))))
     return JoinNode(id=node_id, phase=phase)
 
 
-KINDS = ["entry", "call", "reason", "transform", "branch", "select", "join"]
+KINDS = ["entry", "call", "reason", "transform", "branch", "select", "join", "map"]
 
 
 @st.composite
