@@ -65,7 +65,12 @@ async def test_operator_stop_lets_the_call_in_flight_settle(
     settled = [e.frame.node_id for e in events if e.kind == "node_settled"]  # type: ignore[union-attr]
     assert settled == ["entry", "slow"]
     assert [e.kind for e in events][-2:] == ["run_interrupted", "run_settled"]
-    assert await replay(client, view.plan_id, store) == events
+    # Equal to what history rebuilds, times aside: after a local activity (the claim, the
+    # mirror) the live workflow's clock can run a few milliseconds ahead of a replay's.
+    replayed = await replay(client, view.plan_id, store)
+    assert [e.model_dump(exclude={"at"}) for e in replayed] == [
+        e.model_dump(exclude={"at"}) for e in events
+    ]
     await store.close()
 
 
