@@ -469,6 +469,23 @@ def mapped(
     return build
 
 
+def gated_map(plan_id: str) -> RawPlanView:
+    """A map of two items, one at a time, whose body asks for approval before each call."""
+    s = PlanSketch(plan_id, max_concurrent_frames=8).entry(StringField(path="s"))
+    s.call("list", "listing", args={"n": 2, "bad": 0}, output=[NumberField(path="n")])
+    s.map("m", NodeRef("list", path="files"), max_items=4, concurrency=1)
+    s.call(
+        "inspect",
+        "inspect",
+        args={"name": NodeRef("m", path="item")},
+        output=VALUE,
+        gate=ApprovalGate(on="arguments"),
+    )
+    s.call("after", "stamp", args={"results": NodeRef("m", select="all")}, output=VALUE)
+    s.edge("entry", "list").edge("list", "m").edge("m", "inspect", "item")
+    return s.edge("m", "after").view()
+
+
 def paced_map(plan_id: str) -> RawPlanView:
     """A map of four naps, two at a time: the first two items start together; each later item
     starts when one finishes (the naps order the finishes the same way on both hosts)."""
@@ -1129,6 +1146,13 @@ SCENARIOS: dict[str, Scenario] = {
         {"n": 4, "bad": 2},
         "completed",
         check=_mapped("failed"),
+    ),
+    "map_body_gated": Scenario(
+        gated_map,
+        {"s": "x"},
+        "completed",
+        gates={"inspect": [[Say(approve())]]},
+        check=_mapped("done", [(True, "F0"), (True, "F1")]),
     ),
     "map_two_at_a_time": Scenario(
         paced_map,
