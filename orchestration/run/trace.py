@@ -412,13 +412,10 @@ class LogTrace(Generic[T, A]):
             entry.frame,
         )
         item = TracedFrame(entry.frame, head.node, head.kind, route, None, tables[0], tables[1])
-        if entry.after is not None:
-            # A loop's check waits in the frontier until it is entered, as a branch does.
-            self._define(item)
-            return
         self._define(item)
-        # An item frame is entered and settled by the next entries; it never waits in the
-        # frontier.
+        # An item frame is entered and settled by the next entries, and a loop's check is the
+        # loop's own work (its frame, pending until the last check, stands for it): neither
+        # waits in the frontier.
         self.frontier.pop(item.number, None)
 
     def _define(self, frame: TracedFrame[T, A]) -> None:

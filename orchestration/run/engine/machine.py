@@ -730,9 +730,13 @@ class RunEngine:
         """The frontier as the contract names it: live frame keys and barrier correlation keys.
 
         Renders every key (O(depth) each): for inspection and tests, not for the hot path.
-        ``fold_run`` of the log so far gives the same two lists.
+        ``fold_run`` of the log so far gives the same two lists. (A loop's until check, like a
+        map's item, is not in it: no ``edge_taken`` names it, and the loop's own frame, pending
+        until its last check, stands for it.)
         """
-        frames = tuple(f"{f.node_id}:{f.route.key}" for f in self.live_frames())
+        frames = tuple(
+            f"{f.node_id}:{f.route.key}" for f in self.live_frames() if f.check is None
+        )
         joins = tuple(f"{b.facts.node_id}@{b.prefix.key}" for b in self._barriers.values())
         return frames, joins
 
