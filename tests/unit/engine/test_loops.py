@@ -197,3 +197,81 @@ def test_the_worst_case_is_what_a_full_run_takes() -> None:
     engine, _ = drive(tight.view(), {}, _full)
     assert engine.outcome == "halted"
     assert isinstance(engine.interruption, BudgetExhausted)
+
+
+def test_a_join_that_closes_early_cancels_a_running_loop() -> None:
+    """An ``any`` join won by another route cancels a loop on the losing route, with its
+    round's frames (a waiting check included), and the run goes on without them."""
+    from orchestration.run.expand import expand_log
+    from orchestration.run.log import LogCancel
+
+    from .helpers import AT
+
+    s = PlanSketch(max_concurrent_frames=64).entry()
+    s.call("fork").call("quick")
+    s.loop("lp", {"path": "work.n", "op": "gte", "value": 99}, max_iterations=5)
+    s.call("work", args={"round": NodeRef("lp", path="index")}).join("j", "any").call("after")
+    s.edge("entry", "fork").edge("fork", "quick").edge("fork", "lp").edge("lp", "work", "body")
+    s.edge("quick", "j").edge("lp", "j").edge("j", "after")
+    engine = RunEngine.start(s.view(), "run-1", {}, AT)
+    log = engine.drain()
+    while not engine.done:
+        engine.ready(AT)
+        log += engine.drain()
+        for key in list(engine.in_flight):
+            node = engine.dispatch_of(key)
+            assert node is not None
+            if node.node.id == "work":
+                continue  # the round's work never finishes before the join closes
+            engine.settle(key, Succeeded.one({"value": node.node.id}), AT)
+            log += engine.drain()
+            break
+        else:
+            raise AssertionError("stalled")
+    assert engine.outcome == "completed" and not engine.maps_running
+    projection = fold_run(expand_log(log))
+    assert projection.node_status_by_id["after"] == "done"
+    assert projection.node_status_by_id["work"] == "skipped"
+    assert len({e.frame for e in log if isinstance(e, LogCancel)}) == 2  # the loop and work
+
+
+def test_a_run_stopped_mid_loop_is_not_resumed() -> None:
+    """A log that ends while a loop's rounds run cannot be resumed (nor checkpointed), as a
+    map's cannot; once the loop settled, a resume goes on after it."""
+    import pytest
+
+    from orchestration.errors import EngineStateError, UnrunnablePlanError
+    from orchestration.types import OperatorStop
+
+    from .helpers import AT
+
+    view = _plan(2).view()
+    engine = RunEngine.start(view, "run-1", {}, AT)
+    log = engine.drain()
+    (work,) = engine.ready(AT)
+    assert engine.maps_running
+    with pytest.raises(EngineStateError, match="map"):
+        engine.checkpoint(AT)
+    engine.stop(OperatorStop(), AT)
+    engine.settle(work.key, Succeeded.one({"n": 1, "value": "v0"}), AT)
+    log += engine.drain()
+    assert engine.outcome == "aborted"
+    with pytest.raises(UnrunnablePlanError, match='loop "lp" was running its rounds'):
+        RunEngine.resume(view, log, reopen=True)
+
+    from orchestration.predicates.structured import StructuredCell
+    from orchestration.run.engine.machine import Decided
+
+    engine = RunEngine.start(view, "run-1", {}, AT)
+    script = _rounds()
+    while engine.maps_running or not engine.in_flight and engine.steps < 2:
+        for d in engine.ready(AT):
+            if d.context is not None:
+                decided = StructuredCell().decide(d.node, d.context)  # type: ignore[arg-type]
+                engine.settle(d.key, Decided(decided), AT)
+            else:
+                engine.settle(d.key, script(d), AT)
+    engine.stop(OperatorStop(), AT)
+    resumed = RunEngine.resume(view, engine.drain(), reopen=True)
+    (after,) = resumed.ready(AT)
+    assert after.node.id == "after" and after.args["loop"] == "until"
