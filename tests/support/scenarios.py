@@ -552,6 +552,11 @@ def _looped(
         assert row["ended"] == ended and row["rounds"] == len(values), row
         assert [r["value"] for r in row["results"]] == values, row
         assert row["result"] == row["results"][-1], row
+        # The body reads run input, the round's index and the round before's result, none of
+        # which a model wrote: every check's verdict is verified.
+        checks = [v.check for k, v in projection.verdicts.items() if k.startswith("lp:")]
+        assert len(checks) == len(values), projection.verdicts
+        assert all(c is not None and c.provenance == "verified" for c in checks), checks
 
     return check
 

@@ -1797,6 +1797,9 @@ class RunEngine:
         live until its last round's check; :meth:`_finish_loop` settles it.
         """
         run = LoopRun(head)
+        # Round 0 reads only its index; a later round also the round before's result, which
+        # traces back to a model as the frame that ended that round did.
+        run.model = False
         self._maps[head.number] = run
         self._next_round(run, at)
 
@@ -1826,6 +1829,7 @@ class RunEngine:
             )
             return
         run.rounds.append(item.result)
+        run.model = item.last.route.model
         node = cast(LoopNode, head.node)
         until = node.definition.until
         check_node = BranchNode(
