@@ -275,3 +275,47 @@ def test_a_run_stopped_mid_loop_is_not_resumed() -> None:
     resumed = RunEngine.resume(view, engine.drain(), reopen=True)
     (after,) = resumed.ready(AT)
     assert after.node.id == "after" and after.args["loop"] == "until"
+
+
+def _loop_of_map() -> PlanSketch:
+    """A loop of at most 2 rounds whose body lists 2 rows and maps them, and an inner loop of
+    at most 3 rounds after the map, inside the same body."""
+    s = PlanSketch(max_concurrent_frames=64).entry()
+    s.loop("outer", {"path": "inner.rounds", "op": "gt", "value": 99}, max_iterations=2)
+    s.call("fetch", args={"round": NodeRef("outer", path="index")})
+    s.map("m", NodeRef("fetch", path="files"), max_items=2)
+    s.call("leaf", args={"name": NodeRef("m", path="item")})
+    s.loop("inner", {"path": "again.n", "op": "gt", "value": 99}, max_iterations=3)
+    s.call("again", args={"round": NodeRef("inner", path="index")})
+    s.edge("entry", "outer").edge("outer", "fetch", "body").edge("fetch", "m")
+    s.edge("m", "leaf", "item").edge("m", "inner").edge("inner", "again", "body")
+    return s
+
+
+def _rows(d: Dispatch) -> SettleResult:
+    if d.node.id == "fetch":
+        return Succeeded.one({"files": ["a", "b"]})
+    return Succeeded.one({"n": 1, "value": d.node.id})
+
+
+def test_nested_loops_and_a_map_in_a_loop_take_the_worst_case() -> None:
+    """A map and a loop inside a loop's body, every bound reached: the run takes exactly the
+    worst case freeze computes, and the outer loop's row holds each round's result."""
+    view = _loop_of_map().view()
+    worst = _steps(view)
+    engine, events = drive(view, {}, _rows, after_each=_checked)
+    # entry, outer; 2 rounds × (round + fetch + m + 2 × (item + leaf) + inner
+    #   + 3 × (round + again + check) + check) = 2 + 2 × 18.
+    assert engine.outcome == "completed" and engine.steps == worst == 2 + 2 * 18
+    rows = [
+        e.outcome.output.items[0].json_
+        for e in events
+        if isinstance(e, NodeSettled)
+        and e.frame.node_id == "outer"
+        and isinstance(e.outcome, OutcomeOk)
+        and e.outcome.output.items
+        and "ended" in e.outcome.output.items[0].json_
+    ]
+    (row,) = rows
+    assert row["ended"] == "max_iterations" and row["rounds"] == 2
+    assert row["result"]["ended"] == "max_iterations" and row["result"]["rounds"] == 3
