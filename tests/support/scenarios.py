@@ -504,7 +504,12 @@ def paced_map(plan_id: str) -> RawPlanView:
 
 
 def looped(
-    goal: int, max_iterations: int, *, watch: bool = False, fail_unless_met: bool = False
+    goal: int,
+    max_iterations: int,
+    *,
+    watch: bool = False,
+    fail_unless_met: bool = False,
+    evaluator: str = "structured",
 ) -> Callable[[str], RawPlanView]:
     """A loop whose body refines once per round (``n`` is the round's number from 1, ``value``
     stops changing after round ``cap``), until ``n`` reaches ``goal``; with ``watch``, it
@@ -518,6 +523,7 @@ def looped(
             max_iterations=max_iterations,
             watch=NodeRef("step", path="value") if watch else None,
             fail_unless_met=fail_unless_met,
+            evaluator=evaluator,
         )
         s.call(
             "step",
@@ -1240,6 +1246,9 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "loop_unmet_fails": Scenario(
         looped(99, 2, fail_unless_met=True), {"cap": 9}, "completed", check=_looped("failed")
+    ),
+    "loop_until_raises": Scenario(
+        looped(2, 5, evaluator="explode"), {"cap": 9}, "completed", check=_looped("failed")
     ),
     "reason_invalid_twice": Scenario(
         thinking,

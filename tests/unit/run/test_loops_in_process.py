@@ -36,8 +36,17 @@ async def test_each_round_is_checked_before_the_next_starts(
     assert order == [(kind, i) for i in range(rounds) for kind in ("round", "check")]
 
 
-async def test_an_unmet_loop_names_its_error(tmp_path: Path) -> None:
-    """The loop's failed settlement carries LoopUnmetError, handled by its error edge."""
-    log = await _log("loop_unmet_fails", tmp_path)
-    (failed,) = [e for e in log if isinstance(e, LogSettle) and e.error is not None]
-    assert failed.error is not None and failed.error.name == "LoopUnmetError" and failed.handled
+@pytest.mark.parametrize(
+    ("name", "errors"),
+    [
+        ("loop_unmet_fails", ["LoopUnmetError"]),
+        ("loop_until_raises", ["RuntimeError", "LoopUntilError"]),
+    ],
+)
+async def test_a_failed_loop_names_its_error(name: str, errors: list[str], tmp_path: Path) -> None:
+    """The loop's failed settlement names why (an unmet until; a cell that raised in its
+    check, after the check's own failure), handled by its error edge."""
+    log = await _log(name, tmp_path)
+    failed = [e for e in log if isinstance(e, LogSettle) and e.error is not None]
+    assert [f.error.name for f in failed if f.error is not None] == errors
+    assert all(f.handled for f in failed)
