@@ -76,6 +76,9 @@ from orchestration.types import (
     JoinDefinition,
     JoinNode,
     JoinStrategy,
+    LoopDefinition,
+    LoopNode,
+    LoopUntil,
     MapDefinition,
     MapNode,
     NumberField,
@@ -316,6 +319,29 @@ class PlanSketch:
                     concurrency=concurrency,
                     tolerated_failures=tolerated_failures,
                     tolerated_failure_percent=tolerated_failure_percent,
+                ),
+            )
+        )
+
+    def loop(
+        self,
+        node_id: str,
+        until: object,
+        *,
+        max_iterations: int,
+        evaluator: str = "structured",
+        watch: NodeRef | None = None,
+        fail_unless_met: bool = False,
+    ) -> PlanSketch:
+        """A loop node; its body is what its ``body`` edges reach, run until ``until`` holds."""
+        return self.add(
+            LoopNode(
+                id=node_id,
+                definition=LoopDefinition(
+                    max_iterations=max_iterations,
+                    until=LoopUntil(evaluator=evaluator, predicate=until),
+                    watch=watch,
+                    fail_unless_met=fail_unless_met,
                 ),
             )
         )

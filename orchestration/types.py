@@ -78,6 +78,10 @@ __all__ = [
     "JoinState",
     "JoinUnsatisfiable",
     "ItemSegment",
+    "LoopDefinition",
+    "LoopEnded",
+    "LoopNode",
+    "LoopUntil",
     "MapDefinition",
     "MapNode",
     "MAX_LAMPORT",
@@ -213,14 +217,15 @@ ValueMap = Annotated[dict[str, Any], ValueSchema("none", mapping=True)]
 
 PlanState = Literal["editable", "reviewable", "executable"]
 PlanNodeKind = Literal[
-    "entry", "call", "reason", "transform", "branch", "select", "join", "input", "map"
+    "entry", "call", "reason", "transform", "branch", "select", "join", "input", "map", "loop"
 ]
 AuthorityVerb = Literal["list", "read", "create", "update", "delete"]
 EdgeHandle = str
-"""``always``, ``match``, ``no_match``, ``default``, ``error``, ``case_<label>``, or ``item``
-(a map node's edge into its body, fired once per item)."""
+"""``always``, ``match``, ``no_match``, ``default``, ``error``, ``case_<label>``, ``item`` (a map
+node's edge into its body, fired once per item) or ``body`` (a loop node's edge into its body,
+fired once per round)."""
 
-_FIXED_HANDLES = frozenset({"always", "match", "no_match", "default", "error", "item"})
+_FIXED_HANDLES = frozenset({"always", "match", "no_match", "default", "error", "item", "body"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -636,6 +641,56 @@ class MapDefinition(WireModel):
         return percent is None or failed * 100 <= percent * total
 
 
+class LoopUntil(WireModel):
+    """A loop's stop condition: a predicate in a cell, as a branch node holds one.
+
+    Evaluated after each round against the round's outputs (the body's outputs on the route
+    of the body frame that ended the round, and the loop's own ``{index, previous}``), exactly
+    as a branch node's predicate is: a path ``"<nodeId>.<field>"`` reads that node's output
+    in this round.
+    """
+
+    evaluator: str
+    predicate: EncodableValue
+
+
+LoopEnded = Literal["until", "max_iterations", "stuck"]
+"""How a loop ended: its ``until`` held, it ran ``maxIterations`` rounds, or its watched output
+was the same two rounds in a row."""
+
+
+class LoopDefinition(WireModel):
+    """Runs a body, a region of the plan, round after round until a predicate holds.
+
+    The body is every node reached from the loop through its ``body`` edges; it is closed as a
+    map's is. Inside the body, a reference to the loop reads the round, ``{index, previous}``
+    (``previous`` is the result of the round before, ``None`` in round 0). After each round the
+    ``until`` predicate is evaluated against the round's outputs; the loop ends when it holds,
+    when ``maxIterations`` rounds ran, or (with ``watch``) when the watched output is the same
+    two rounds in a row (``stuck``). It then settles once, ``ok`` with one output item
+    ``{ended, rounds, result, results}``: how it ended, how many rounds ran, the last round's
+    result and every round's result by index (a round's result is the first output item of the
+    body frame that ended it, ``None`` if it had none). Ending by ``max_iterations`` or
+    ``stuck`` is not a failure unless ``failUnlessMet`` is set: then the loop settles failed
+    (``LoopUnmetError``) and its ``error`` edges apply. A round whose body fails with no error
+    edge fails the loop (``LoopRoundFailedError``), as does a predicate that cannot be
+    evaluated (``LoopUntilError``).
+
+    Attributes:
+        max_iterations: The most rounds a run of the loop makes. Required, so the worst case
+            is known when the plan is approved.
+        until: The stop condition, evaluated after every round.
+        watch: An output of the body to fingerprint after every round (optional).
+        fail_unless_met: Whether ending without ``until`` holding fails the loop.
+
+    """
+
+    max_iterations: int = Field(ge=1)
+    until: LoopUntil
+    watch: NodeRef | None = Field(default=None, exclude_if=lambda v: v is None)
+    fail_unless_met: bool = Field(default=False, exclude_if=lambda v: not v)
+
+
 NodeDefinition = (
     EntryDefinition
     | InputDefinition
@@ -646,6 +701,7 @@ NodeDefinition = (
     | SelectDefinition
     | JoinDefinition
     | MapDefinition
+    | LoopDefinition
 )
 
 
@@ -723,6 +779,13 @@ class MapNode(_NodeBase):
     definition: MapDefinition
 
 
+class LoopNode(_NodeBase):
+    """A loop node: its body runs round after round (see :class:`LoopDefinition`)."""
+
+    kind: Literal["loop"] = "loop"
+    definition: LoopDefinition
+
+
 PlanNode = Annotated[
     EntryNode
     | CallNode
@@ -732,7 +795,8 @@ PlanNode = Annotated[
     | SelectNode
     | JoinNode
     | InputNode
-    | MapNode,
+    | MapNode
+    | LoopNode,
     Field(discriminator="kind"),
 ]
 """A node: identity, phase label, and exactly one kind-specific definition."""

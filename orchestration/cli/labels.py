@@ -14,6 +14,8 @@ with the join's own segment, an arrival's with the edge it arrived by).
 
 A map's frames are named by their item instead: ``m item 3`` for the item's own frame,
 ``inspect [m item 3]`` for a frame of the body (nested maps list every item, outermost first).
+A loop's own frames are ``lp round 2`` and ``lp check 2`` (its until check after round 2); its
+body's read ``draft [lp item 2]``.
 
 Labels read from a whole log (:meth:`FrameLabels.of_events`) number every instance from the
 start. Labels made live, while a run goes, cannot know the future: a node's first frame is
@@ -143,8 +145,14 @@ class FrameLabels:
             # A map's item frames and its body's frames are named by the item they run for.
             last = frame.branch_id.segments[-1]
             if isinstance(last, ItemSegment) and last.map == frame.node_id:
-                outer = " · ".join(f"{seg.map} item {seg.index}" for seg in items[:-1])
-                return f"{frame.node_id} item {last.index}" + (f" [{outer}]" if outer else "")
+                own = items[:-1]
+                word = "item"
+                if frame.kind == "loop":
+                    # A loop's round, or its check (whose route passes its round's segment).
+                    word = "check" if last in own else "round"
+                    own = [seg for seg in own if seg != last]
+                outer = " · ".join(f"{seg.map} item {seg.index}" for seg in own)
+                return f"{frame.node_id} {word} {last.index}" + (f" [{outer}]" if outer else "")
             where = " · ".join(f"{seg.map} item {seg.index}" for seg in items)
             return f"{frame.node_id} [{where}]"
         instances = self._instances[frame.node_id]

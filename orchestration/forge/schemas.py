@@ -20,6 +20,7 @@ from orchestration.types import (
     EntryDefinition,
     InputDefinition,
     JoinDefinition,
+    LoopDefinition,
     MapDefinition,
     PlanBounds,
     PlanNodeKind,
@@ -51,6 +52,7 @@ KINDS: tuple[PlanNodeKind, ...] = (
     "join",
     "input",
     "map",
+    "loop",
 )
 
 DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
@@ -63,6 +65,7 @@ DEFINITION_MODELS: dict[PlanNodeKind, type[BaseModel]] = {
     "join": JoinDefinition,
     "input": InputDefinition,
     "map": MapDefinition,
+    "loop": LoopDefinition,
 }
 
 PLAN_ID: dict[str, Any] = {

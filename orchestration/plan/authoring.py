@@ -56,6 +56,9 @@ from orchestration.types import (
     JoinNode,
     JoinQuorum,
     JoinStrategy,
+    LoopDefinition,
+    LoopNode,
+    LoopUntil,
     MapDefinition,
     MapNode,
     NodeBudget,
@@ -357,6 +360,33 @@ class PlanAuthor:
             tolerated_failure_percent=tolerated_failure_percent,
         )
         return self.add_node(MapNode(id=node_id, phase=phase, definition=definition))
+
+    def loop(
+        self,
+        node_id: str,
+        *,
+        max_iterations: int,
+        until: object,
+        evaluator: str = "structured",
+        watch: NodeRef | None = None,
+        fail_unless_met: bool = False,
+        phase: str | None = None,
+    ) -> AddNodeOp:
+        """Add a loop node: its body (what its ``body`` edges reach) runs round after round.
+
+        After each round the ``until`` predicate (in the cell ``evaluator``, as a branch's)
+        reads the round's outputs; the loop ends when it holds, after ``max_iterations``
+        rounds (required), or, with ``watch``, when the watched output is the same two rounds
+        in a row. ``fail_unless_met`` fails the loop (``LoopUnmetError``) when it ends without
+        ``until`` holding.
+        """
+        definition = LoopDefinition(
+            max_iterations=max_iterations,
+            until=LoopUntil(evaluator=evaluator, predicate=until),
+            watch=watch,
+            fail_unless_met=fail_unless_met,
+        )
+        return self.add_node(LoopNode(id=node_id, phase=phase, definition=definition))
 
     def remove_node(self, node_id: str, incident_edge_ids: Sequence[str] = ()) -> RemoveNodeOp:
         """Remove a node and the incident edges named (record them so the fold commutes)."""

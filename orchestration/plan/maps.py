@@ -1,16 +1,20 @@
-"""Map regions and the worst case: what a plan with map nodes can cost at most.
+"""Map and loop regions and the worst case: what a plan with map or loop nodes can cost at most.
 
 A map node runs its body, every node its ``item`` edges reach, once per item, and at most
-``maxItems`` times per run of the map. Freeze and the renderer read the same facts from here:
+``maxItems`` times per run of the map; a loop node runs its body, every node its ``body`` edges
+reach, once per round, at most ``maxIterations`` times. Both are regions repeated a bounded
+number of times, so freeze and the renderer read the same facts about both from here:
 
-* :func:`map_bodies`: each map's body, in topological order (nested maps' bodies included in
-  their outer body).
+* :func:`map_bodies`: each map's or loop's body, in topological order (nested regions' bodies
+  included in their outer body).
 * :func:`worst_case`: the most node entries a run can make, counted the way the engine counts
-  steps: one per frame entered (the entry, every call, reason, transform, branch, select and
-  map frame, one per item of every map, one per join arrival). A node's executions are the sum
-  over its incoming edges of its sources' executions (an ``item`` edge multiplies its map's by
-  ``maxItems``), a join settles at most as often as its busiest incoming edge delivers, so the
-  count is an upper bound for every run, branches taken or not.
+  steps: one per frame entered (the entry, every call, reason, transform, branch, select, map
+  and loop frame, one per item of every map, two per round of every loop (the round's frame
+  and its ``until`` check), one per join arrival). A node's executions are the sum over its
+  incoming edges of its sources' executions (an ``item`` or ``body`` edge multiplies its
+  region's by ``maxItems`` or ``maxIterations``), a join settles at most as often as its
+  busiest incoming edge delivers, so the count is an upper bound for every run, branches taken
+  or not.
 
 The count is a dynamic programme over a topological order: linear in nodes plus edges, never a
 path enumeration.
@@ -23,20 +27,29 @@ from dataclasses import dataclass
 
 from orchestration.plan.graph import PlanGraph, reachable
 
-__all__ = ["MapRegion", "WorstCase", "map_bodies", "worst_case"]
+__all__ = ["BODY_HANDLES", "MapRegion", "WorstCase", "map_bodies", "worst_case"]
+
+BODY_HANDLES = {"map": "item", "loop": "body"}
+"""The handle of the edges into a region's body, by the region node's kind."""
+
+_OWN_STEPS = {"map": 1, "loop": 2}
+"""Steps a region node takes per repetition: a map's item frame; a loop's round frame and its
+``until`` check."""
 
 
 @dataclass(frozen=True)
 class MapRegion:
-    """One map's body and what one run of the map can cost.
+    """One map's or loop's body and what one run of it can cost.
 
     Attributes:
-        node: The map node's index.
-        body: The body's nodes (every node its ``item`` edges reach), in topological order.
-        body_steps: The most steps one item's run of the body can make (nested maps counted at
-            their own worst case).
-        steps: The most steps one run of the map makes: ``maxItems × (1 + body_steps)`` (an
-            item's own frame is a step).
+        node: The map or loop node's index.
+        body: The body's nodes (every node its ``item`` or ``body`` edges reach), in
+            topological order.
+        body_steps: The most steps one item's (one round's) run of the body can make (nested
+            regions counted at their own worst case).
+        steps: The most steps one run of the region makes: ``maxItems × (1 + body_steps)``
+            for a map (an item's own frame is a step), ``maxIterations × (2 + body_steps)``
+            for a loop (a round's frame and its check).
 
     """
 
@@ -48,20 +61,21 @@ class MapRegion:
 
 @dataclass(frozen=True)
 class WorstCase:
-    """The most steps a run of the plan can make, and each map region's share."""
+    """The most steps a run of the plan can make, and each map or loop region's share."""
 
     steps: int
     regions: tuple[MapRegion, ...]
 
 
 def map_bodies(graph: PlanGraph, order: Sequence[int]) -> dict[int, tuple[int, ...]]:
-    """Each map node's body, in ``order`` (a topological order), by the map's index."""
+    """Each map or loop node's body, in ``order`` (a topological order), by the node's index."""
     position = {node: i for i, node in enumerate(order)}
     bodies: dict[int, tuple[int, ...]] = {}
     for node, kind in enumerate(graph.kinds):
-        if kind != "map":
+        handle = BODY_HANDLES.get(kind)
+        if handle is None:
             continue
-        roots = [graph.dst[e] for e in graph.out_edges[node] if graph.handles[e] == "item"]
+        roots = [graph.dst[e] for e in graph.out_edges[node] if graph.handles[e] == handle]
         seen = reachable(graph, roots) if roots else [False] * len(graph)
         seen[node] = False
         bodies[node] = tuple(
@@ -71,8 +85,10 @@ def map_bodies(graph: PlanGraph, order: Sequence[int]) -> dict[int, tuple[int, .
 
 
 def _multiplier(graph: PlanGraph, edge: int, max_items: Mapping[int, int]) -> int:
-    """An ``item`` edge fires once per item of its map; any other edge once."""
-    return max_items.get(graph.src[edge], 1) if graph.handles[edge] == "item" else 1
+    """An ``item`` (``body``) edge fires once per item (round) of its region; any other once."""
+    source = graph.src[edge]
+    into_body = graph.handles[edge] == BODY_HANDLES.get(graph.kinds[source])
+    return max_items.get(source, 1) if into_body else 1
 
 
 def _counts(
@@ -104,21 +120,23 @@ def _counts(
                 runs[node] = sum(arrivals)
         if graph.kinds[node] != "join" or node in roots:
             steps[node] = runs[node]
-        if graph.kinds[node] == "map":
-            steps[node] = runs[node] * (1 + max_items.get(node, 1))
+        own = _OWN_STEPS.get(graph.kinds[node])
+        if own is not None:
+            steps[node] = runs[node] * (1 + own * max_items.get(node, 1))
     return runs, steps
 
 
 def worst_case(
     graph: PlanGraph, order: Sequence[int], entry: int, max_items: Mapping[int, int]
 ) -> WorstCase:
-    """The most steps a run can make from ``entry``, and each map region's share.
+    """The most steps a run can make from ``entry``, and each map or loop region's share.
 
     Args:
         graph: The plan's graph (acyclic).
         order: A topological order of it.
         entry: The entry node.
-        max_items: Each map node's ``maxItems``, by index.
+        max_items: Each map node's ``maxItems`` and each loop node's ``maxIterations``, by
+            index.
 
     """
     _, steps = _counts(graph, order, max_items, {entry: 1}, None)
@@ -129,9 +147,10 @@ def worst_case(
         for member in body:
             within[member] = True
         within[node] = True
-        # One item's run: the map's item edges deliver once.
+        # One item's run (one round): the region's body edges deliver once.
         _, inner = _counts(graph, order, {**max_items, node: 1}, {node: 1}, within)
         body_steps = sum(inner[m] for m in body)
         items = max_items.get(node, 1)
-        regions.append(MapRegion(node, body, body_steps, items * (1 + body_steps)))
+        own = _OWN_STEPS[graph.kinds[node]]
+        regions.append(MapRegion(node, body, body_steps, items * (own + body_steps)))
     return WorstCase(sum(steps), tuple(regions))

@@ -28,6 +28,7 @@ from orchestration.types import (
     CallDefinition,
     EntryDefinition,
     InputDefinition,
+    LoopDefinition,
     MapDefinition,
     PlanNode,
     ReasonDefinition,
@@ -79,6 +80,8 @@ def reference_sites(node: PlanNode) -> list[RefSite]:
         return [RefSite("source", definition.source)]
     if isinstance(definition, MapDefinition):
         return [RefSite("over", definition.over)]
+    if isinstance(definition, LoopDefinition) and definition.watch is not None:
+        return [RefSite("watch", definition.watch)]
     return []
 
 
@@ -149,7 +152,7 @@ def field_space(node: PlanNode) -> FieldSpace:
         return FieldSpace("fields", JOIN_FIELDS)
     if isinstance(definition, InputDefinition):
         return FieldSpace("fields", input_paths(definition.schema_))
-    if node.kind == "map":
+    if node.kind == "map" or node.kind == "loop":
         # Inside the body: {index, item}, the item as the list held it; after the map: one row
         # per item, {index, ok, result | error}. Neither shape is declared field by field.
         return FieldSpace("unchecked")

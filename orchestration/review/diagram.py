@@ -28,6 +28,7 @@ from orchestration.review.render import node_run_status
 from orchestration.types import (
     CallDefinition,
     JoinDefinition,
+    LoopDefinition,
     MapDefinition,
     PlanEdge,
     RawPlanView,
@@ -58,6 +59,7 @@ _MERMAID_SHAPES: dict[str, tuple[str, str]] = {
     "join": ('(("', '"))'),
     "input": ('[\\"', '"\\]'),
     "map": ('[["', '"]]'),
+    "loop": ('[["', '"]]'),
 }
 
 _DOT_SHAPES: dict[str, str] = {
@@ -70,6 +72,7 @@ _DOT_SHAPES: dict[str, str] = {
     "join": 'shape=circle, style="filled"',
     "input": 'shape=invhouse, style="filled"',
     "map": 'shape=box3d, style="filled"',
+    "loop": 'shape=box3d, style="rounded,filled"',
 }
 
 _TAKEN_COLOUR = "#2e7d32"
@@ -144,6 +147,8 @@ def _labels(view: RawPlanView, run: RunProjection | None) -> list[list[str]]:
             detail = f"map · ≤ {node.definition.max_items} items" + (
                 f", {at_once} at a time" if at_once is not None else ""
             )
+        elif isinstance(node.definition, LoopDefinition):
+            detail = f"loop · ≤ {node.definition.max_iterations} rounds"
         lines = [node.id, detail]
         if run is not None:
             lines.append(f"[{node_run_status(run, node.id)}]")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from orchestration.errors import OrchestrationError
 from orchestration.types import (
     CallDefinition,
+    LoopDefinition,
     MapDefinition,
     PlanIssue,
     PlanNode,
@@ -145,14 +146,16 @@ def _entry(phase: str, nodes: Sequence[PlanNode], issue_count: int) -> PhaseEntr
         f"{phase or 'unphased'}: {len(nodes)} node(s) — {kinds['call']} call, "
         f"{kinds['reason']} reason, {transforms} transform"
     )
-    maps = [n for n in nodes if isinstance(n.definition, MapDefinition)]
-    if maps:
-        # Only plans with a map say so: every other outline reads as it did.
-        summary += ", " + ", ".join(
-            f"map {n.id} (≤ {n.definition.max_items} items)"
-            for n in maps
-            if isinstance(n.definition, MapDefinition)
-        )
+    regions = [
+        f"map {n.id} (≤ {n.definition.max_items} items)"
+        if isinstance(n.definition, MapDefinition)
+        else f"loop {n.id} (≤ {n.definition.max_iterations} rounds)"
+        for n in nodes
+        if isinstance(n.definition, MapDefinition | LoopDefinition)
+    ]
+    if regions:
+        # Only plans with a map or a loop say so: every other outline reads as it did.
+        summary += ", " + ", ".join(regions)
     return PhaseEntry(
         phase=phase,
         summary=summary,

@@ -61,6 +61,7 @@ from orchestration.types import (
     InputDefinition,
     InterruptionCause,
     JoinDefinition,
+    LoopDefinition,
     MapDefinition,
     NodeOutput,
     PlanDiff,
@@ -148,7 +149,7 @@ def render_plan(
         limit = plan.bounds.max_steps
         verdict = "OVER maxSteps: freeze refuses it" if counted.steps > limit else "within"
         out[-1:-1] = [
-            f"Worst case: {counted.steps} steps with every map at its maxItems ({verdict} "
+            f"Worst case: {counted.steps} steps with every {_regions(structure)} ({verdict} "
             f"maxSteps {limit})."
         ]
     graph = structure.graph
@@ -368,7 +369,11 @@ def _node_block(
         title += "  (UNREACHABLE: never runs)"
     for map_index, body in _map_bodies(structure).items():
         if index in body:
-            title += f"  [once per item of map `{structure.graph.ids[map_index]}`]"
+            owner = structure.graph.ids[map_index]
+            if structure.graph.kinds[map_index] == "loop":
+                title += f"  [once per round of loop `{owner}`]"
+            else:
+                title += f"  [once per item of map `{owner}`]"
             break
     if run is not None:
         title += f" [{node_run_status(run, node.id)}]"
@@ -420,6 +425,8 @@ def _node_block(
         lines += _join(structure, index, d)
     elif isinstance(d, MapDefinition):
         lines += _map(structure, index, d, steps, audience, outputs, worst)
+    elif isinstance(d, LoopDefinition):
+        lines += _loop(structure, index, d, steps, audience, outputs, worst)
     lines += node_budget(node)
     lines += gate_lines(node, _INDENT)
     if run is not None:
@@ -487,22 +494,41 @@ def _call(
     return lines
 
 
+def _has_regions(structure: PlanStructure) -> bool:
+    kinds = structure.graph.kinds
+    return "map" in kinds or "loop" in kinds
+
+
+def _regions(structure: PlanStructure) -> str:
+    """What the worst case assumes: every map at its maxItems, every loop at maxIterations."""
+    kinds = structure.graph.kinds
+    parts = []
+    if "map" in kinds:
+        parts.append("map at its maxItems")
+    if "loop" in kinds:
+        parts.append("loop at its maxIterations")
+    return " and every ".join(parts)
+
+
 def _worst_case(plan: RawPlanView, structure: PlanStructure) -> WorstCase | None:
-    """The plan's worst case when it has a map (and a single entry, acyclic), else ``None``."""
+    """The plan's worst case when it has a map or a loop (single entry, acyclic), else ``None``."""
     graph = structure.graph
-    if "map" not in graph.kinds or structure.entry is None or structure.order is None:
+    if not _has_regions(structure) or structure.entry is None or structure.order is None:
         return None
-    max_items = {
-        graph.index[node.id]: node.definition.max_items
-        for node in plan.nodes
-        if isinstance(node.definition, MapDefinition) and node.id in graph.index
-    }
+    max_items: dict[int, int] = {}
+    for node in plan.nodes:
+        if node.id not in graph.index:
+            continue
+        if isinstance(node.definition, MapDefinition):
+            max_items[graph.index[node.id]] = node.definition.max_items
+        elif isinstance(node.definition, LoopDefinition):
+            max_items[graph.index[node.id]] = node.definition.max_iterations
     return worst_case(graph, structure.order, structure.entry, max_items)
 
 
 def _map_bodies(structure: PlanStructure) -> dict[int, tuple[int, ...]]:
-    """Each map's body, smallest first (so a node in nested maps names its innermost map)."""
-    if "map" not in structure.graph.kinds or structure.order is None:
+    """Each map's or loop's body, smallest first (a node in nested regions names its innermost)."""
+    if not _has_regions(structure) or structure.order is None:
         return {}
     bodies = map_bodies(structure.graph, structure.order)
     return dict(sorted(bodies.items(), key=lambda kv: len(kv[1])))
@@ -550,6 +576,71 @@ def _map(
             )
     if outputs is not None:
         lines += _map_ran(graph.ids[index], outputs)
+    return lines
+
+
+def _loop(
+    structure: PlanStructure,
+    index: int,
+    definition: LoopDefinition,
+    steps: dict[str, int],
+    audience: Audience,
+    outputs: Mapping[str, NodeOutput] | None,
+    worst: WorstCase | None,
+) -> list[str]:
+    """A loop: what it repeats, at most how often, until what, and how it ends."""
+    graph = structure.graph
+    body = _map_bodies(structure).get(index, ())
+    count = len(body)
+    noun = "step" if count == 1 else "steps"
+    until = definition.until
+    times = "time" if definition.max_iterations == 1 else "times"
+    listed = ", ".join(f"{steps.get(graph.ids[n], '?')}. `{graph.ids[n]}`" for n in body)
+    unmet = (
+        "the loop FAILS (LoopUnmetError; its error edges apply)"
+        if definition.fail_unless_met
+        else "the loop still succeeds, its output saying how it ended"
+    )
+    lines = [
+        f"{_INDENT}repeats the {count} {noun} below at most {definition.max_iterations} "
+        f"{times} until {format_value(until.predicate)} ({until.evaluator} cell, checked on "
+        "each round's outputs)",
+        f"{_INDENT}body: {listed or '(none: add a body edge)'}",
+        f"{_INDENT}each round: the body reads this loop as {{index, previous}} (the round "
+        "before's result)",
+    ]
+    if definition.watch is not None:
+        lines.append(
+            f"{_INDENT}stuck: ends early when {_describe(definition.watch, audience)} is the "
+            "same two rounds in a row"
+        )
+    lines += [
+        f"{_INDENT}not met after {definition.max_iterations} round(s) or stuck: {unmet}",
+        f"{_INDENT}a round that fails: the loop FAILS (LoopRoundFailedError; its error edges "
+        "apply)",
+        f"{_INDENT}emits: ended (until, max_iterations or stuck), rounds, the last round's "
+        "result, and every round's (results, by round)",
+    ]
+    for region in worst.regions if worst is not None else ():
+        if region.node == index:
+            lines.append(
+                f"{_INDENT}worst case: {definition.max_iterations} rounds × (2 + "
+                f"{region.body_steps} body steps) = {region.steps} steps per run of the loop"
+            )
+    if outputs is not None:
+        lines += _loop_ran(graph.ids[index], outputs)
+    return lines
+
+
+def _loop_ran(loop_id: str, outputs: Mapping[str, NodeOutput]) -> list[str]:
+    """As executed: per run of the loop, how many rounds ran and how it ended."""
+    lines: list[str] = []
+    prefix = f"{loop_id}:"
+    for key in sorted(k for k in outputs if k.startswith(prefix) and not k.endswith("]")):
+        for item in outputs[key].items:
+            row = item.json_
+            if isinstance(row, dict) and "ended" in row:
+                lines.append(f"{_INDENT}ran: {row.get('rounds')} round(s), ended {row['ended']}")
     return lines
 
 
@@ -628,6 +719,11 @@ def _next(
         for map_index, body in _map_bodies(structure).items():
             if index in body:
                 owner = graph.ids[map_index]
+                if graph.kinds[map_index] == "loop":
+                    return [
+                        f"{_INDENT}then: end of the round (its output is the round's result in "
+                        f"`{owner}`; the until check follows)"
+                    ]
                 return [
                     f"{_INDENT}then: end of the item (its output is the item's result in "
                     f"`{owner}`)"
@@ -667,6 +763,7 @@ def _handle_label(handle: str) -> str:
         "no_match": "on no match",
         "default": "by default",
         "item": "per item",
+        "body": "per round",
     }.get(handle, handle)
 
 
@@ -706,7 +803,7 @@ def _route(branch: BranchId) -> str:
         if isinstance(seg, EdgeSegment):
             parts.append(seg.edge)
         elif isinstance(seg, ItemSegment):
-            parts.append(f"{seg.map} item {seg.index}")
+            parts.append(f"{seg.map} item {seg.index}")  # a loop's round reads as its index
         else:
             parts.append(f"join {seg.join}({', '.join(seg.of)})")
     return " → ".join(parts)

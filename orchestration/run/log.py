@@ -154,12 +154,19 @@ class LogItem(WireModel):
     ``enter`` and ``settle`` (``ok``, the item as its one output) that follow are the item
     frame's; the body's frames come from its ``item`` edges. Like ``merge`` it maps to no
     contract event: it only names the frame the next entries speak of.
+
+    A loop's rounds are recorded the same way (``map`` is the loop's frame, ``index`` the
+    round). With ``after``, it defines instead the round's ``until`` check: a frame of the
+    loop node whose route is frame ``after``'s (the body frame that ended the round) plus
+    ``{map, index}`` and whose tables are that frame's after it settled; the entries that
+    follow enter and settle it with the predicate's verdict.
     """
 
     kind: Literal["item"] = "item"
     frame: int
     map: int
     index: int
+    after: int | None = Field(default=None, exclude_if=lambda v: v is None)
     at: str
 
 

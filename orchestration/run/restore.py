@@ -33,6 +33,7 @@ from orchestration.types import (
     CallNode,
     GateOutcome,
     InterruptionCause,
+    LoopNode,
     MapNode,
     OutputItem,
     PlanNode,
@@ -238,6 +239,9 @@ def _mark_models(plan: CompiledPlan, trace: LogTrace[Outputs, Artifacts]) -> Non
                 traced.route.model = None if source is None else source.route.model
             else:
                 traced.route.model = None
+        elif isinstance(node, LoopNode):
+            # As the engine marks them: a round and the loop's row as unknown.
+            traced.route.model = None
         else:
             traced.route.model = traced.kind == "reason"
 
@@ -301,10 +305,12 @@ def restore_from_log(
     for traced in trace.frontier.values():
         if traced.number == 0:
             continue
-        if (traced.kind == "map" and traced.entered) or _in_map_body(traced.route):
+        if (traced.kind in ("map", "loop") and traced.entered) or _in_map_body(traced.route):
+            kind = plan.nodes[_map_of(traced)].kind
             raise UnrunnablePlanError(
-                f'the run stopped while map "{_map_of(traced)}" was running its items, and a '
-                "map's run is not carried across a resume yet; start a clone of the plan instead"
+                f'the run stopped while {kind} "{_map_of(traced)}" was running its '
+                f"{'rounds' if kind == 'loop' else 'items'}, and a {kind}'s run is not carried "
+                "across a resume yet; start a clone of the plan instead"
             )
         restored.frames.append((_frame(plan, traced), traced.entered))
     for barrier in trace.barriers.values():

@@ -15,6 +15,9 @@ for a join, concatenated without separators. Freeze also restricts edge ids to
 A map node's items extend the rule with a third segment, ``m<len>:<mapId>[<index>]`` (the
 item's index in decimal, closed by ``]``): the tag letter, the length prefix and the closing
 bracket keep the concatenation injective, and a route without maps renders exactly as before.
+A loop's rounds use the same segment (the loop's id, the round's index), and a round's until
+check passes it a second time, after the body frame that ended the round: no other frame's
+route repeats a segment of its own, so the keys stay distinct.
 
 Lengths count UTF-16 code units, as the contract's reference does, so keys agree with it for
 every id (they only differ from ``len()`` for characters outside the Basic Multilingual Plane).
@@ -66,7 +69,7 @@ class JoinSegment(_RouteModel):
 
 
 class ItemSegment(_RouteModel):
-    """One item of a map node's run: the map's id and the item's index (from 0).
+    """One item of a map node's run (or one round of a loop's): its id and the index (from 0).
 
     Every frame of the map's body for that item has a route through this segment, so two
     items of one map never share a frame key.

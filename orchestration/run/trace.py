@@ -22,7 +22,9 @@ The rules, per entry:
   tables.
 * ``item`` defines a map item's frame: the map frame's route plus ``{map, index}``, the map
   frame's tables (the map has not settled); it is entered and settled ``ok`` (its output is
-  the item) by the next entries, and its ``item`` edges define the body's frames.
+  the item) by the next entries, and its ``item`` edges define the body's frames. A loop's
+  round is the same (``body`` edges); an ``item`` with ``after`` defines a round's ``until``
+  check instead: frame ``after``'s route plus ``{map, index}``, its tables after it settled.
 * ``interrupt`` with a frame halts it until it is entered again or settled; without one it is
   the run's cause. ``end`` is the outcome. Entries after an ``end`` mean the run was resumed
   (ruling 28): it is running again, and the earlier end and cause no longer apply.
@@ -75,7 +77,7 @@ __all__ = [
 T = TypeVar("T")
 A = TypeVar("A")
 
-_ADDS_OUTPUT = frozenset({"entry", "call", "reason", "transform", "join", "map"})
+_ADDS_OUTPUT = frozenset({"entry", "call", "reason", "transform", "join", "map", "loop"})
 
 
 class TableAlgebra(Protocol[T, A]):
@@ -394,18 +396,26 @@ class LogTrace(Generic[T, A]):
 
     def _item(self, entry: LogItem) -> None:
         head = self.frame(entry.map)
-        route = head.route.child(
+        base, tables = head, (head.outputs, head.artifacts)
+        if entry.after is not None:
+            base = self.frame(entry.after)
+            if base.after is None:
+                raise MalformedRunLogError(
+                    f"a loop's check follows frame {base.key} before it settled; the log is "
+                    "out of order"
+                )
+            tables = base.after
+        route = base.route.child(
             item_segment(head.node, entry.index),
             item_token(head.node, entry.index),
             head.node,
             entry.frame,
         )
-        item = TracedFrame(
-            entry.frame, head.node, "map", route, None, head.outputs, head.artifacts
-        )
+        item = TracedFrame(entry.frame, head.node, head.kind, route, None, tables[0], tables[1])
         self._define(item)
-        # An item frame is entered and settled by the next entries; it never waits in the
-        # frontier.
+        # An item frame is entered and settled by the next entries, and a loop's check is the
+        # loop's own work (its frame, pending until the last check, stands for it): neither
+        # waits in the frontier.
         self.frontier.pop(item.number, None)
 
     def _define(self, frame: TracedFrame[T, A]) -> None:

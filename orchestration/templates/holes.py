@@ -45,6 +45,7 @@ HOLE_PLACES: dict[PlanNodeKind, str] = {
     "join": "nowhere (a join has nothing to configure)",
     "input": "in prompt (a whole part, or a part's text)",
     "map": "nowhere (a map's list and bounds are literal)",
+    "loop": "nowhere (a loop's predicate and bounds are literal)",
 }
 """Where each kind of node may hold a hole, for messages."""
 

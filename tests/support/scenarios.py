@@ -171,6 +171,10 @@ def make_tools() -> Toolbox:
             raise ValueError(f"cannot read {name}")
         return {"value": name.upper(), "n": len(name)}
 
+    @tools.tool("refine")
+    def refine(round: int, cap: int) -> dict[str, Any]:
+        return {"value": f"v{min(round, cap)}", "n": round + 1}
+
     @tools.tool("lost")
     async def lost(context: ToolContext) -> dict[str, Any]:
         attempt(context)
@@ -497,6 +501,70 @@ def paced_map(plan_id: str) -> RawPlanView:
     s.call("rescue", "stamp", output=VALUE)
     s.edge("entry", "list").edge("list", "m").edge("m", "inspect", "item")
     return s.edge("m", "after").edge("m", "rescue", "error").view()
+
+
+def looped(
+    goal: int,
+    max_iterations: int,
+    *,
+    watch: bool = False,
+    fail_unless_met: bool = False,
+    evaluator: str = "structured",
+) -> Callable[[str], RawPlanView]:
+    """A loop whose body refines once per round (``n`` is the round's number from 1, ``value``
+    stops changing after round ``cap``), until ``n`` reaches ``goal``; with ``watch``, it
+    watches ``value``. Its ``always`` edge goes to after, its ``error`` edge to rescue."""
+
+    def build(plan_id: str) -> RawPlanView:
+        s = PlanSketch(plan_id, max_concurrent_frames=8).entry(NumberField(path="cap"))
+        s.loop(
+            "lp",
+            {"path": "step.n", "op": "gte", "value": goal},
+            max_iterations=max_iterations,
+            watch=NodeRef("step", path="value") if watch else None,
+            fail_unless_met=fail_unless_met,
+            evaluator=evaluator,
+        )
+        s.call(
+            "step",
+            "refine",
+            args={"round": NodeRef("lp", path="index"), "cap": NodeRef("entry", path="cap")},
+            output=VALUE,
+        )
+        s.call("after", "stamp", args={"loop": NodeRef("lp", path="ended")}, output=VALUE)
+        s.call("rescue", "stamp", output=VALUE)
+        s.edge("entry", "lp").edge("lp", "step", "body")
+        return s.edge("lp", "after").edge("lp", "rescue", "error").view()
+
+    return build
+
+
+def _looped(
+    status: str, ended: str | None = None, values: list[str] | None = None
+) -> Callable[[RunProjection], None]:
+    """The loop settled ``status``; if done, how it ended and each round's ``value``."""
+
+    def check(projection: RunProjection) -> None:
+        nodes = projection.node_status_by_id
+        assert nodes["lp"] == status, nodes
+        assert nodes.get("after", "pending") == ("done" if status == "done" else "pending")
+        assert nodes.get("rescue", "pending") == ("done" if status == "failed" else "pending")
+        if ended is None or values is None:
+            return
+        (output,) = [
+            o for k, o in projection.outputs.items() if k.startswith("lp:") and "[" not in k
+        ]
+        (row,) = [item.json_ for item in output.items]
+        assert row["ended"] == ended and row["rounds"] == len(values), row
+        assert [r["value"] for r in row["results"]] == values, row
+        assert row["result"] == row["results"][-1], row
+        # The body reads run input, the round's index and the round before's result, none of
+        # which a model wrote: every check's verdict is verified.
+        checks = [v.check for k, v in projection.verdicts.items() if k.startswith("lp:")]
+        assert len(checks) == len(values), projection.verdicts
+        assert all(c is not None and c.provenance == "verified" for c in checks), checks
+
+    return check
 
 
 def _mapped(
@@ -1160,6 +1228,27 @@ SCENARIOS: dict[str, Scenario] = {
         "completed",
         check=_mapped("done", [(True, "awake")] * 4),
         settings=CONCURRENT,
+    ),
+    "loop_converges": Scenario(
+        looped(2, 5), {"cap": 9}, "completed", check=_looped("done", "until", ["v0", "v1"])
+    ),
+    "loop_max_iterations": Scenario(
+        looped(99, 3),
+        {"cap": 9},
+        "completed",
+        check=_looped("done", "max_iterations", ["v0", "v1", "v2"]),
+    ),
+    "loop_stuck": Scenario(
+        looped(99, 5, watch=True),
+        {"cap": 1},
+        "completed",
+        check=_looped("done", "stuck", ["v0", "v1", "v1"]),
+    ),
+    "loop_unmet_fails": Scenario(
+        looped(99, 2, fail_unless_met=True), {"cap": 9}, "completed", check=_looped("failed")
+    ),
+    "loop_until_raises": Scenario(
+        looped(2, 5, evaluator="explode"), {"cap": 9}, "completed", check=_looped("failed")
     ),
     "reason_invalid_twice": Scenario(
         thinking,

@@ -17,6 +17,10 @@ the reads are checked here, like a ``NodeRef``'s (ruling 32):
 * A cell that type-checks (a :class:`~orchestration.tools.contracts.TypedEvaluator`, such as the CEL
   cell) is given exactly the nodes that run before the branch on every route, so a variable or
   field outside them does not type-check.
+
+A loop's ``until`` is checked as a branch's predicate would be, evaluated at the end of each
+round: a read of a node of the loop's body (its output in that round), of the loop itself, or
+of a node that runs before the loop on every route is sound.
 """
 
 from __future__ import annotations
@@ -33,23 +37,38 @@ from orchestration.tools.contracts import (
     ReadingEvaluator,
     TypedEvaluator,
 )
-from orchestration.types import BranchNode, PlanIssue, PlanNode, SelectNode
+from orchestration.types import (
+    BranchDefinition,
+    BranchNode,
+    LoopNode,
+    PlanIssue,
+    PlanNode,
+    SelectNode,
+)
 
 __all__ = ["check_cells", "readable_before"]
 
 
 async def check_cells(ctx: CheckContext) -> list[PlanIssue]:
-    """Every branch and select node, in node order."""
+    """Every branch and select node, and every loop's until, in node order."""
     issues: list[PlanIssue] = []
     cells: dict[str, PredicateEvaluator] = {}
     for wired in ctx.inputs.evaluators:
         cells[wired.id] = wired
     loaded: dict[str, str | None] = {}
     merged: dict[int, list[int]] | None = None
-    for node in ctx.view.nodes:
-        if not isinstance(node, BranchNode | SelectNode):
+    for planned in ctx.view.nodes:
+        body: frozenset[int] | None = None
+        if isinstance(planned, LoopNode):
+            node: BranchNode | SelectNode = _until(planned)
+            label = "Loop"
+            index = ctx.structure.graph.index.get(planned.id)
+            body = frozenset(ctx.map_bodies.get(index, ()) if index is not None else ())
+        elif isinstance(planned, BranchNode | SelectNode):
+            node = planned
+            label = "Branch" if node.kind == "branch" else "Select"
+        else:
             continue
-        label = "Branch" if node.kind == "branch" else "Select"
         wanted = node.definition.evaluator
         cell = cells.get(wanted)
         if cell is None:
@@ -72,12 +91,15 @@ async def check_cells(ctx: CheckContext) -> list[PlanIssue]:
             merged = merged_at_joins(ctx.structure)
         if failure is None and isinstance(cell, TypedEvaluator):
             readable = readable_before(ctx, node.id, merged)
+            if body is not None:
+                graph = ctx.structure.graph
+                readable += [planned, *(ctx.by_id[graph.ids[i]] for i in sorted(body))]
             failure = await _attempt(cell.validate_reads(node, readable))
         if failure is not None:
             issues.append(
                 blocking(
                     "evaluator_error",
-                    f'Evaluator "{wanted}" failed to load or validate {node.kind} node '
+                    f'Evaluator "{wanted}" failed to load or validate {label.lower()} node '
                     f'"{node.id}": {failure}; fix the predicate to the form that cell reads.',
                     node_id=node.id,
                 )
@@ -90,17 +112,27 @@ async def check_cells(ctx: CheckContext) -> list[PlanIssue]:
                 issues.append(
                     blocking(
                         "evaluator_error",
-                        f'Evaluator "{wanted}" could not list the reads of {node.kind} node '
-                        f'"{node.id}": {exc or type(exc).__name__}; fix the predicate.',
+                        f'Evaluator "{wanted}" could not list the reads of {label.lower()} '
+                        f'node "{node.id}": {exc or type(exc).__name__}; fix the predicate.',
                         node_id=node.id,
                     )
                 )
                 continue
             for read in reads:
-                issue = _check_read(ctx, merged, node, label, read)
+                issue = _check_read(ctx, merged, node, label, read, body)
                 if issue is not None:
                     issues.append(issue)
     return issues
+
+
+def _until(loop: LoopNode) -> BranchNode:
+    """A loop's until as the branch node its check runs (the same node the engine builds)."""
+    until = loop.definition.until
+    return BranchNode(
+        id=loop.id,
+        phase=loop.phase,
+        definition=BranchDefinition(evaluator=until.evaluator, predicate=until.predicate),
+    )
 
 
 def readable_before(
@@ -150,8 +182,13 @@ def _check_read(
     node: BranchNode | SelectNode,
     label: str,
     read: PredicateRead,
+    body: frozenset[int] | None = None,
 ) -> PlanIssue | None:
-    """The first problem with one read, as an issue naming the fix; ``None`` when it is sound."""
+    """The first problem with one read, as an issue naming the fix; ``None`` when it is sound.
+
+    ``body``: for a loop's until, the loop's body, whose nodes (and the loop itself) it reads
+    as they ran in the round.
+    """
     structure = ctx.structure
     graph = structure.graph
     where = f"its predicate ({read.location})" if read.location else "its predicate"
@@ -167,8 +204,10 @@ def _check_read(
             node_id=node.id,
         )
     reader = graph.index[node.id]
+    in_body = body is not None and (target_index in body or target_index == reader)
     if (
-        structure.dominators is not None
+        not in_body
+        and structure.dominators is not None
         and structure.live[reader]
         and not (target_index != reader and runs_first(structure, merged, target_index, reader))
     ):
@@ -181,7 +220,7 @@ def _check_read(
             f'passes "{read.node}".',
             node_id=node.id,
         )
-    if read.table_key is not None:
+    if read.table_key is not None and not in_body:
         issue = _check_table_key(structure, node, label, read, target_index, where)
         if issue is not None:
             return issue

@@ -50,14 +50,15 @@ class CheckContext:
 
     @cached_property
     def map_bodies(self) -> dict[int, tuple[int, ...]]:
-        """Each map node's body by the map's graph index (empty without maps or with a cycle)."""
+        """Each map or loop node's body by its graph index (empty without them or with a cycle)."""
         structure = self.structure
-        if "map" not in structure.graph.kinds or structure.order is None:
+        kinds = structure.graph.kinds
+        if ("map" not in kinds and "loop" not in kinds) or structure.order is None:
             return {}
         return map_bodies(structure.graph, structure.order)
 
     def outside_body(self, target: int, reader: int) -> bool:
-        """Whether ``target`` is in a map's body that ``reader`` is not in."""
+        """Whether ``target`` is in a map's or loop's body that ``reader`` is not in."""
         return any(target in body and reader not in body for body in self.map_bodies.values())
 
     @cached_property

@@ -249,7 +249,7 @@ def valid_route(
             current = graph.dst[e]
         elif isinstance(segment, ItemSegment):
             # One item of a map: the map's item frame, on the map's own node.
-            if segment.map != graph.ids[current] or graph.kinds[current] != "map":
+            if segment.map != graph.ids[current] or graph.kinds[current] not in ("map", "loop"):
                 return False
         else:
             join = graph.index.get(segment.join)

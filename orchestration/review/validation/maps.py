@@ -1,4 +1,8 @@
-"""Map nodes: a body that is a closed region, and a worst case inside ``maxSteps``.
+"""Map and loop nodes: a body that is a closed region, and a worst case inside ``maxSteps``.
+
+A loop is checked as a map is, with its ``body`` edges for the map's ``item`` edges and
+``maxIterations`` for ``maxItems`` (each round also counts its ``until`` check); a loop's
+``watch`` must name a node of its own body (the one read of a body from outside it allowed).
 
 A map runs its body once per item of a list, so freeze checks what makes that safe to approve:
 
@@ -18,10 +22,10 @@ size a run decides, and is checked exactly as before.
 
 from __future__ import annotations
 
-from orchestration.plan.maps import worst_case
+from orchestration.plan.maps import BODY_HANDLES, worst_case
 from orchestration.review.validation.context import CheckContext
 from orchestration.review.validation.issues import blocking, quote_list
-from orchestration.types import MapDefinition, PlanIssue
+from orchestration.types import LoopDefinition, MapDefinition, PlanIssue
 
 __all__ = ["check_maps"]
 
@@ -30,19 +34,23 @@ def check_maps(ctx: CheckContext) -> list[PlanIssue]:
     """Bodies, what reads them, and the worst case, map by map in view order."""
     structure = ctx.structure
     graph = structure.graph
-    if "map" not in graph.kinds or structure.order is None:
+    if ("map" not in graph.kinds and "loop" not in graph.kinds) or structure.order is None:
         return []
     bodies = ctx.map_bodies
     issues: list[PlanIssue] = []
     inside: dict[int, int] = {}
     for node, body in bodies.items():
         map_id = graph.ids[node]
+        kind = graph.kinds[node]
+        handle = BODY_HANDLES[kind]
+        noun, per = ("Loop", "per round") if kind == "loop" else ("Map", "per item")
         if not body:
             issues.append(
                 blocking(
-                    "map_without_body",
-                    f'Map "{map_id}" has no "item" edge, so it has no body to run per item; add '
-                    f'an edge with handle "item" from "{map_id}" to the first step of its body.',
+                    f"{kind}_without_body",
+                    f'{noun} "{map_id}" has no "{handle}" edge, so it has no body to run {per}; '
+                    f'add an edge with handle "{handle}" from "{map_id}" to the first step of '
+                    "its body.",
                     node_id=map_id,
                 )
             )
@@ -53,16 +61,17 @@ def check_maps(ctx: CheckContext) -> list[PlanIssue]:
         for member in body:
             for e in graph.in_edges[member]:
                 source = graph.src[e]
-                if source in members or (source == node and graph.handles[e] == "item"):
+                if source in members or (source == node and graph.handles[e] == handle):
                     continue
                 issues.append(
                     blocking(
-                        "map_body_entered_from_outside",
+                        f"{kind}_body_entered_from_outside",
                         f'Edge "{graph.edge_ids[e]}" enters node "{graph.ids[member]}" of the '
-                        f'body of map "{map_id}" from "{graph.ids[source]}", outside it; a body '
-                        f'is everything the map\'s "item" edges reach, and is entered only '
-                        "through them: remove the edge, or end the body before this node (what "
-                        'follows the map hangs off its "always" or "error" edges).',
+                        f'body of {kind} "{map_id}" from "{graph.ids[source]}", outside it; a '
+                        f'body is everything the {kind}\'s "{handle}" edges reach, and is '
+                        "entered only through them: remove the edge, or end the body before "
+                        f'this node (what follows the {kind} hangs off its "always" or "error" '
+                        "edges).",
                         node_id=graph.ids[member],
                         edge_id=graph.edge_ids[e],
                     )
@@ -82,9 +91,34 @@ def _outside_reads(ctx: CheckContext, bodies: dict[int, tuple[int, ...]]) -> lis
             target = graph.index.get(site.ref.node)
             if target is None:
                 continue
+            if site.location == "watch":
+                if target not in bodies.get(index, ()):
+                    issues.append(
+                        blocking(
+                            "loop_watch_outside_body",
+                            f'Loop "{node.id}" watches node "{site.ref.node}", which is not in '
+                            "its body; watch an output of a node its \"body\" edges reach (the "
+                            "value compared between two rounds).",
+                            node_id=node.id,
+                        )
+                    )
+                continue
             for map_node, body in bodies.items():
                 if target in body and index not in body:
                     map_id = graph.ids[map_node]
+                    if graph.kinds[map_node] == "loop":
+                        issues.append(
+                            blocking(
+                                "loop_body_read_outside",
+                                f'Node "{node.id}" reads node "{site.ref.node}" (at '
+                                f"{site.location}), which runs once per round inside the body "
+                                f'of loop "{map_id}"; outside the body read the loop\'s own '
+                                "output instead (ended, rounds, result, and results by round) "
+                                f'from "{map_id}".',
+                                node_id=node.id,
+                            )
+                        )
+                        break
                     issues.append(
                         blocking(
                             "map_body_read_outside",
@@ -106,10 +140,12 @@ def _worst_case(ctx: CheckContext, bodies: dict[int, tuple[int, ...]]) -> list[P
         return []
     max_items: dict[int, int] = {}
     for node, kind in enumerate(graph.kinds):
-        if kind == "map":
+        if kind in BODY_HANDLES:
             definition = ctx.by_id[graph.ids[node]].definition
             if isinstance(definition, MapDefinition):
                 max_items[node] = definition.max_items
+            elif isinstance(definition, LoopDefinition):
+                max_items[node] = definition.max_iterations
     worst = worst_case(graph, structure.order, structure.entry, max_items)
     limit = ctx.view.bounds.max_steps
     if worst.steps <= limit or not worst.regions:
@@ -117,6 +153,18 @@ def _worst_case(ctx: CheckContext, bodies: dict[int, tuple[int, ...]]) -> list[P
     region = max(worst.regions, key=lambda r: r.steps)
     map_id = graph.ids[region.node]
     names = quote_list(graph.ids[n] for n in region.body)
+    if graph.kinds[region.node] == "loop":
+        return [
+            blocking(
+                "loop_worst_case_over_max_steps",
+                f"The plan's worst case is {worst.steps} steps, more than its maxSteps {limit}: "
+                f'loop "{map_id}" runs up to {max_items.get(region.node, 1)} rounds, each a '
+                f"round step, a check step and up to {region.body_steps} step(s) of its body "
+                f"({names}), {region.steps} steps per run of the loop; lower the maxIterations "
+                f'of "{map_id}", shrink its body, or raise maxSteps.',
+                node_id=map_id,
+            )
+        ]
     return [
         blocking(
             "map_worst_case_over_max_steps",

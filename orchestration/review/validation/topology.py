@@ -40,6 +40,7 @@ _ALLOWED: dict[str, frozenset[str]] = {
     "join": frozenset({"always", "error"}),
     "input": frozenset({"always", "error"}),
     "map": frozenset({"item", "always", "error"}),
+    "loop": frozenset({"body", "always", "error"}),
 }
 
 _PERMITTED_TEXT: dict[str, str] = {
@@ -52,6 +53,7 @@ _PERMITTED_TEXT: dict[str, str] = {
     "join": '"always" or "error"',
     "input": '"always" or "error"',
     "map": '"item" (into its body), "always" (after every item ran) or "error"',
+    "loop": '"body" (into its body), "always" (after its last round) or "error"',
 }
 
 

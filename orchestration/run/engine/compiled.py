@@ -149,7 +149,13 @@ class CompiledPlan:
         default: dict[str, list[Hop]] = {}
         error: dict[str, list[Hop]] = {}
         item: dict[str, list[Hop]] = {}
-        by_handle = {"always": always, "default": default, "error": error, "item": item}
+        by_handle = {
+            "always": always,
+            "default": default,
+            "error": error,
+            "item": item,
+            "body": item,
+        }
         hops: dict[str, Hop] = {}
         for edge in view.edges:
             edge_id, origin, to = edge.id, edge.from_, edge.to
@@ -203,7 +209,8 @@ class CompiledPlan:
         self.item_hops: dict[str, tuple[Hop, ...]] = {
             origin: tuple(fired) for origin, fired in item.items()
         }
-        """Each map node's ``item`` edges (into its body), fired once per item."""
+        """Each map node's ``item`` edges and each loop node's ``body`` edges (into the body),
+        fired once per item or round."""
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
         self.budgets = Budgets.of(view.bounds, view.nodes)

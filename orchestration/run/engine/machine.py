@@ -94,7 +94,7 @@ from orchestration.run.engine.results import (
     Skipped,
     Succeeded,
 )
-from orchestration.run.engine.state import Barrier, Frame, ItemRun, Items, MapRun
+from orchestration.run.engine.state import Barrier, Frame, ItemRun, Items, LoopRun, MapRun
 from orchestration.run.inputs import check_run_input
 from orchestration.run.log import (
     AskedRound,
@@ -130,6 +130,8 @@ from orchestration.types import (
     ApprovalGate,
     ArtifactHandle,
     AttemptResult,
+    BranchDefinition,
+    BranchNode,
     BudgetExhausted,
     CallNode,
     EntryNode,
@@ -141,6 +143,7 @@ from orchestration.types import (
     InputDefinition,
     InterruptionCause,
     JoinUnsatisfiable,
+    LoopNode,
     MapDefinition,
     MapNode,
     NodeFailed,
@@ -727,9 +730,13 @@ class RunEngine:
         """The frontier as the contract names it: live frame keys and barrier correlation keys.
 
         Renders every key (O(depth) each): for inspection and tests, not for the hot path.
-        ``fold_run`` of the log so far gives the same two lists.
+        ``fold_run`` of the log so far gives the same two lists. (A loop's until check, like a
+        map's item, is not in it: no ``edge_taken`` names it, and the loop's own frame, pending
+        until its last check, stands for it.)
         """
-        frames = tuple(f"{f.node_id}:{f.route.key}" for f in self.live_frames())
+        frames = tuple(
+            f"{f.node_id}:{f.route.key}" for f in self.live_frames() if f.check is None
+        )
         joins = tuple(f"{b.facts.node_id}@{b.prefix.key}" for b in self._barriers.values())
         return frames, joins
 
@@ -790,6 +797,8 @@ class RunEngine:
                 self._ask_person(frame, at)
             elif frame.kind == "map":
                 self._open_map(frame, at)
+            elif frame.kind == "loop":
+                self._open_loop(frame, at)
             else:
                 dispatch = self._dispatch_for(frame)
                 if type(dispatch) is Dispatch:
@@ -1459,7 +1468,7 @@ class RunEngine:
         kind = frame.kind
         if kind == "call" or kind == "transform":
             frame.route.model = self._model_derived(frame)
-        elif kind == "map":
+        elif kind == "map" or kind == "loop":
             # The items' results may come from anywhere in the body: unknown reads as model.
             frame.route.model = None
         else:
@@ -1476,11 +1485,13 @@ class RunEngine:
         if item is not None and not hops:
             # A body frame with nothing after it: its output is the item's result so far.
             item.result = items[0].json_ if items else None
+            item.last, item.outputs, item.artifacts = frame, outputs, artifacts
         self._close_frame(frame, hops, outputs, artifacts, None, at)
 
     def _decide(self, frame: Frame, result: Decided, at: str) -> None:
         node = frame.node
-        hops = self._plan.verdict_hops(node, result.verdict)
+        # A loop's until check fires no edge: its verdict ends the loop or starts a round.
+        hops = () if frame.check is not None else self._plan.verdict_hops(node, result.verdict)
         if hops is None:
             self._fail(
                 frame,
@@ -1506,6 +1517,8 @@ class RunEngine:
             log_settle(frame.number, "ok", (), None, False, None, frame.attempt, verdict, at)
         )
         self._close_frame(frame, hops, frame.outputs, frame.artifacts, evidence, at)
+        if frame.check is not None:
+            self._checked(frame.check, frame, verdict.handle == "match", at)
 
     def _skip(self, frame: Frame, at: str) -> None:
         self._log.append(
@@ -1522,7 +1535,8 @@ class RunEngine:
 
     def _fail(self, frame: Frame, failure: Failed, at: str) -> None:
         error = ErrorInfo(name=failure.name, message=failure.message)
-        hops = self._plan.error_hops.get(frame.node_id, ())
+        check = frame.check
+        hops = () if check is not None else self._plan.error_hops.get(frame.node_id, ())
         item = frame.item
         if not hops and item is not None and item.error is None:
             # Inside a map's body an unhandled failure fails the item, not the run: the map
@@ -1536,7 +1550,7 @@ class RunEngine:
                 "failed",
                 (),
                 None,
-                bool(hops) or item is not None,
+                bool(hops) or item is not None or check is not None,
                 error,
                 frame.attempt,
                 None,
@@ -1544,6 +1558,16 @@ class RunEngine:
             )
         )
         self._close_frame(frame, hops, frame.outputs, frame.artifacts, None, at)
+        if check is not None:
+            # An until predicate that cannot be evaluated fails the loop (its error edges).
+            self._end_loop_failed(
+                check,
+                "LoopUntilError",
+                f"the until predicate of round {len(check.rounds) - 1} could not be evaluated "
+                f"({failure.name}: {failure.message})",
+                at,
+            )
+            return
         if hops or item is not None:
             return
         cause: InterruptionCause
@@ -1678,37 +1702,54 @@ class RunEngine:
         total = len(run.values)
         hops = self._plan.item_hops.get(map_id, ())
         while run.next < total and run.active < run.limit:
-            if self._draining is not None or self.done:
-                return
             if not definition.tolerates(run.failed, total):
                 return
-            if self._steps >= self._plan.max_steps:
-                self._begin_end(BudgetExhausted(settled=self._steps))
-                return
-            self._steps += 1
             index = run.next
-            run.next = index + 1
-            run.active += 1
-            number = self._new_number()
-            route = head.route.child(
-                item_segment(map_id, index), item_token(map_id, index), map_id, number
-            )
-            route.model = run.model
-            frame = Frame(number, route, head.node, None, head.outputs, head.artifacts)
-            frame.item = ItemRun(run, index)
-            frame.entered_at = at
-            items = (output_item({"index": index, "item": run.values[index]}),)
-            log = self._log
-            log.append(LogItem(frame=number, map=head.number, index=index, at=at))
-            log.append(log_enter(number, 1, at))
-            log.append(log_settle(number, "ok", items, None, False, None, 1, None, at))
-            outputs = head.outputs.set(number, map_id, route, items)
-            self._close_frame(frame, hops, outputs, head.artifacts, None, at)
+            if not self._start_item(run, hops, {"index": index, "item": run.values[index]}, at):
+                return
+
+    def _start_item(
+        self, run: MapRun, hops: Sequence[Hop], value: dict[str, object], at: str
+    ) -> bool:
+        """Start item (or round) ``run.next`` with ``value`` as its frame's output.
+
+        Returns whether it started (not when the run is ending, or out of steps).
+        """
+        if self._draining is not None or self.done:
+            return False
+        if self._steps >= self._plan.max_steps:
+            self._begin_end(BudgetExhausted(settled=self._steps))
+            return False
+        head = run.head
+        map_id = head.node_id
+        self._steps += 1
+        index = run.next
+        run.next = index + 1
+        run.active += 1
+        number = self._new_number()
+        route = head.route.child(
+            item_segment(map_id, index), item_token(map_id, index), map_id, number
+        )
+        route.model = run.model
+        frame = Frame(number, route, head.node, None, head.outputs, head.artifacts)
+        items = (output_item(value),)
+        outputs = head.outputs.set(number, map_id, route, items)
+        frame.item = ItemRun(run, index, frame, outputs, head.artifacts)
+        frame.entered_at = at
+        log = self._log
+        log.append(LogItem(frame=number, map=head.number, index=index, at=at))
+        log.append(log_enter(number, 1, at))
+        log.append(log_settle(number, "ok", items, None, False, None, 1, None, at))
+        self._close_frame(frame, hops, outputs, head.artifacts, None, at)
+        return True
 
     def _item_done(self, item: ItemRun, at: str) -> None:
         """An item has no live frame left: record its result and move its map on."""
         run = item.map
         if self._maps.get(run.head.number) is not run or item.index in run.results:
+            return
+        if isinstance(run, LoopRun):
+            self._round_done(run, item, at)
             return
         run.active -= 1
         if item.error is not None:
@@ -1744,6 +1785,121 @@ class RunEngine:
             ),
             at,
         )
+
+    # ------------------------------------------------------------------------------------
+    # Internals: loops
+    # ------------------------------------------------------------------------------------
+
+    def _open_loop(self, head: Frame, at: str) -> None:
+        """A loop's frame was entered: start its first round.
+
+        A loop runs as a map of one item at a time whose items are rounds: the frame stays
+        live until its last round's check; :meth:`_finish_loop` settles it.
+        """
+        run = LoopRun(head)
+        # Round 0 reads only its index; a later round also the round before's result, which
+        # traces back to a model as the frame that ended that round did.
+        run.model = False
+        self._maps[head.number] = run
+        self._next_round(run, at)
+
+    def _next_round(self, run: LoopRun, at: str) -> None:
+        previous = run.rounds[-1] if run.rounds else None
+        hops = self._plan.item_hops.get(run.head.node_id, ())
+        self._start_item(run, hops, {"index": run.next, "previous": previous}, at)
+
+    def _round_done(self, run: LoopRun, item: ItemRun, at: str) -> None:
+        """A round has no live frame left: fail the loop, or check its until predicate.
+
+        The check is a frame of the loop node on the route of the body frame that ended the
+        round (so it reads the round's outputs), dispatched as a branch with the loop's
+        ``until``; it is a step like any frame, and :meth:`_checked` takes its verdict.
+        """
+        run.active = 0
+        run.results[item.index] = {}
+        head = run.head
+        if item.error is not None:
+            error = item.error
+            self._end_loop_failed(
+                run,
+                "LoopRoundFailedError",
+                f'round {item.index} failed at "{error["node"]}" ({error["name"]}: '
+                f"{error['message']})",
+                at,
+            )
+            return
+        run.rounds.append(item.result)
+        run.model = item.last.route.model
+        node = cast(LoopNode, head.node)
+        until = node.definition.until
+        check_node = BranchNode(
+            id=node.id,
+            phase=node.phase,
+            definition=BranchDefinition(evaluator=until.evaluator, predicate=until.predicate),
+        )
+        last = item.last
+        loop_id = head.node_id
+        number = self._new_number()
+        route = last.route.child(
+            item_segment(loop_id, item.index), item_token(loop_id, item.index), loop_id, number
+        )
+        route.model = last.route.model
+        frame = Frame(number, route, check_node, None, item.outputs, item.artifacts)
+        frame.check = run
+        self._log.append(
+            LogItem(frame=number, map=head.number, index=item.index, after=last.number, at=at)
+        )
+        self._add_live(frame)
+        self._queue.append(frame)
+
+    def _checked(self, run: LoopRun, check: Frame, met: bool, at: str) -> None:
+        """A round's until check decided: end the loop, or start the next round."""
+        if self._maps.get(run.head.number) is not run:
+            return
+        definition = cast(LoopNode, run.head.node).definition
+        fingerprint: str | None = None
+        if definition.watch is not None:
+            watched = resolve_ref(definition.watch, check.outputs)
+            if watched is not MISSING:
+                fingerprint = args_digest({"watched": watched})
+        if met:
+            self._finish_loop(run, "until", at)
+        elif fingerprint is not None and fingerprint == run.fingerprint:
+            self._finish_loop(run, "stuck", at)
+        elif len(run.rounds) >= definition.max_iterations:
+            self._finish_loop(run, "max_iterations", at)
+        else:
+            run.fingerprint = fingerprint
+            self._next_round(run, at)
+
+    def _finish_loop(self, run: LoopRun, ended: str, at: str) -> None:
+        """The loop ended: settle its frame once with how, or fail it if it must meet until."""
+        head = run.head
+        definition = cast(LoopNode, head.node).definition
+        rounds = len(run.rounds)
+        if ended != "until" and definition.fail_unless_met:
+            why = (
+                f"its watched output was the same two rounds in a row (round {rounds - 1})"
+                if ended == "stuck"
+                else f"it ran its maxIterations {definition.max_iterations} round(s)"
+            )
+            self._end_loop_failed(
+                run, "LoopUnmetError", f"its until never held: {why}", at
+            )
+            return
+        del self._maps[head.number]
+        row = {
+            "ended": ended,
+            "rounds": rounds,
+            "result": run.rounds[-1] if run.rounds else None,
+            "results": list(run.rounds),
+        }
+        self._settle_ok(head, (output_item(row),), None, at)
+
+    def _end_loop_failed(self, run: LoopRun, name: str, message: str, at: str) -> None:
+        head = run.head
+        self._maps.pop(head.number, None)
+        self._fail(head, Failed(name, f'loop "{head.node_id}": {message}'), at)
 
     # ------------------------------------------------------------------------------------
     # Internals: joins

@@ -23,7 +23,7 @@ from orchestration.run.routes import Route
 from orchestration.run.tables import FrameTable
 from orchestration.types import ArtifactHandle, OutputItem, PlanNode
 
-__all__ = ["Barrier", "Frame", "ItemRun", "Items", "MapRun"]
+__all__ = ["Barrier", "Frame", "ItemRun", "Items", "LoopRun", "MapRun"]
 
 Items = tuple[OutputItem, ...]
 """A settled frame's output, as the engine's tables hold it."""
@@ -55,7 +55,9 @@ class Frame:
         rounds: A reason frame's answered rounds of questions, in order.
         tries_before: Attempts spent before the current round of questions (the retry budget
             counts from there).
-        item: The innermost map item it runs for (``None`` outside every map's body).
+        item: The innermost map item (or loop round) it runs for (``None`` outside every
+            body).
+        check: For a loop round's ``until`` check, the loop's run (``None`` otherwise).
 
     """
 
@@ -63,6 +65,7 @@ class Frame:
         "approved",
         "artifacts",
         "attempt",
+        "check",
         "dispatch",
         "entered_at",
         "ident",
@@ -109,6 +112,7 @@ class Frame:
         self.rounds: tuple[AskedRound, ...] = ()
         self.tries_before = 0
         self.item: ItemRun | None = None
+        self.check: LoopRun | None = None
 
 
 class Barrier:
@@ -188,22 +192,53 @@ class MapRun:
         self.starting = False
 
 
+class LoopRun(MapRun):
+    """One run of a loop node: a map run whose items are rounds, started one at a time.
+
+    Attributes:
+        rounds: Each finished round's result, by index.
+        fingerprint: The digest of the watched output after the round before (``None``
+            before the first round, or when it was missing).
+
+    """
+
+    __slots__ = ("fingerprint", "rounds")
+
+    def __init__(self, head: Frame) -> None:
+        super().__init__(head, [], 1)
+        self.rounds: list[object] = []
+        self.fingerprint: str | None = None
+
+
 class ItemRun:
-    """One item of a map's run: how many of its frames are live, and how it ends.
+    """One item of a map's run (a round of a loop's): its live frames, and how it ends.
 
     Attributes:
         map: The map run it belongs to; ``index`` its position in the list.
         live: Live frames of the body running for it (parked join arrivals excluded).
         result: The output of the last body frame that settled ``ok`` with no edge to fire.
         error: The first unhandled failure in its body, ``{node, name, message}``.
+        last: That frame (the item's own frame until one settled), whose route and tables a
+            loop's ``until`` check extends.
+        outputs: ``last``'s tables after it settled.
 
     """
 
-    __slots__ = ("error", "index", "live", "map", "result")
+    __slots__ = ("artifacts", "error", "index", "last", "live", "map", "outputs", "result")
 
-    def __init__(self, map_run: MapRun, index: int) -> None:
+    def __init__(
+        self,
+        map_run: MapRun,
+        index: int,
+        last: Frame,
+        outputs: FrameTable[Items],
+        artifacts: FrameTable[ArtifactHandle],
+    ) -> None:
         self.map = map_run
         self.index = index
         self.live = 0
         self.result: object = None
         self.error: dict[str, str] | None = None
+        self.last = last
+        self.outputs = outputs
+        self.artifacts = artifacts

@@ -110,3 +110,12 @@ async def test_a_map_lists_each_item_and_its_body_by_the_item(tmp_path: Path) ->
         assert f"  m item {index} " in text
         assert f"  inspect [m item {index}] " in text
     assert "  inspect [m item 2]       failed" in text
+
+
+async def test_a_loop_lists_each_round_and_its_check(tmp_path: Path) -> None:
+    """The loop runs once; each round, its body and its check are named by the round."""
+    text, _ = await shown(tmp_path, "loop_converges")
+    for index in range(2):
+        assert f"  lp round {index} " in text
+        assert f"  step [lp item {index}] " in text
+        assert f"  lp check {index} " in text

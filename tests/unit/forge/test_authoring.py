@@ -289,3 +289,30 @@ async def test_a_model_builds_a_map_by_tool_calls() -> None:
         assert connected.ok, connected.text
     submitted = await call("submit_plan", planId=plan_id)
     assert submitted.ok, submitted.text
+
+
+async def test_a_model_builds_a_loop_by_tool_calls() -> None:
+    """A loop node and its body edge go in through the forge tools, and the plan freezes."""
+    orch = await make_orch()
+    call = Caller(orch.tools("authoring", actor_id="model-1"))
+    plan_id = await _plan(call)
+    for node in (
+        {"id": "again", "kind": "loop", "definition": {
+            "maxIterations": 4,
+            "until": {"evaluator": "structured",
+                      "predicate": {"path": "draft.value", "op": "eq", "value": "ok"}},
+            "watch": {"$ref": {"node": "draft", "path": "value"}}}},
+        call_node("draft", "stamp", args={"round": {"$ref": {"node": "again", "path": "index"}}}),
+        call_node("done", "notify", args={"last": {"$ref": {"node": "again", "path": "result"}}}),
+    ):
+        added = await call("add_node", planId=plan_id, node=node)
+        assert added.ok, added.text
+    for edge in (
+        {"from": "entry", "to": "again"},
+        {"from": "again", "to": "draft", "handle": "body"},
+        {"from": "again", "to": "done"},
+    ):
+        connected = await call("connect_nodes", planId=plan_id, edge=edge)
+        assert connected.ok, connected.text
+    submitted = await call("submit_plan", planId=plan_id)
+    assert submitted.ok, submitted.text

@@ -27,6 +27,9 @@ from orchestration.types import (
     EntryNode,
     EnumField,
     JoinNode,
+    LoopDefinition,
+    LoopNode,
+    LoopUntil,
     MapDefinition,
     MapNode,
     NumberField,
@@ -53,7 +56,9 @@ from .helpers import FakeCell, check, fold
 
 IDS = ["entry", "a", "b", "c", "d", "j", "k", "Bad.Id"]
 EDGE_IDS = ["e1", "e2", "e3", "e4", "e5", "e6", "e:7", "e8"]
-HANDLES = ["always", "error", "match", "no_match", "default", "case_x", "case_y", "case_", "item"]
+HANDLES = [
+    "always", "error", "match", "no_match", "default", "case_x", "case_y", "case_", "item", "body"
+]
 TOOLS = ["web.fetch", "files.read_json", "image.render", "blob.get", "legacy.tool", "nope"]
 SCHEMAS = [
     '{"type": "object", "properties": {"x": {"type": "string"}}}',
@@ -161,10 +166,19 @@ def _node(node_id: str, kind: str, data: st.DataObject) -> Any:
             over=draw(refs), max_items=draw(st.integers(1, 5)),
             concurrency=draw(st.one_of(st.none(), st.integers(1, 3))),
             tolerated_failures=draw(st.one_of(st.none(), st.integers(0, 2)))))
+    if kind == "loop":
+        return LoopNode(id=node_id, phase=phase, definition=LoopDefinition(
+            max_iterations=draw(st.integers(1, 5)),
+            until=LoopUntil(
+                evaluator=draw(st.sampled_from(["fake", "other"])),
+                predicate=draw(st.one_of(plain, st.just({"bad": 1}))),
+            ),
+            watch=draw(st.one_of(st.none(), refs)),
+            fail_unless_met=draw(st.booleans())))
     return JoinNode(id=node_id, phase=phase)
 
 
-KINDS = ["entry", "call", "reason", "transform", "branch", "select", "join", "map"]
+KINDS = ["entry", "call", "reason", "transform", "branch", "select", "join", "map", "loop"]
 
 
 @st.composite
