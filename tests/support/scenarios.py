@@ -510,10 +510,12 @@ def looped(
     watch: bool = False,
     fail_unless_met: bool = False,
     evaluator: str = "structured",
+    gate: bool = False,
 ) -> Callable[[str], RawPlanView]:
     """A loop whose body refines once per round (``n`` is the round's number from 1, ``value``
     stops changing after round ``cap``), until ``n`` reaches ``goal``; with ``watch``, it
-    watches ``value``. Its ``always`` edge goes to after, its ``error`` edge to rescue."""
+    watches ``value``; with ``gate``, each round's call waits for approval first. Its ``always``
+    edge goes to after, its ``error`` edge to rescue."""
 
     def build(plan_id: str) -> RawPlanView:
         s = PlanSketch(plan_id, max_concurrent_frames=8).entry(NumberField(path="cap"))
@@ -530,6 +532,7 @@ def looped(
             "refine",
             args={"round": NodeRef("lp", path="index"), "cap": NodeRef("entry", path="cap")},
             output=VALUE,
+            gate=ApprovalGate(on="arguments") if gate else None,
         )
         s.call("after", "stamp", args={"loop": NodeRef("lp", path="ended")}, output=VALUE)
         s.call("rescue", "stamp", output=VALUE)
@@ -1243,6 +1246,13 @@ SCENARIOS: dict[str, Scenario] = {
         {"cap": 1},
         "completed",
         check=_looped("done", "stuck", ["v0", "v1", "v1"]),
+    ),
+    "loop_body_gated": Scenario(
+        looped(2, 5, gate=True),
+        {"cap": 9},
+        "completed",
+        gates={"step": [[Say(approve())]]},
+        check=_looped("done", "until", ["v0", "v1"]),
     ),
     "loop_unmet_fails": Scenario(
         looped(99, 2, fail_unless_met=True), {"cap": 9}, "completed", check=_looped("failed")
