@@ -36,7 +36,6 @@ __all__ = [
     "speak",
     "strip_times",
     "timeless",
-    "untimed",
 ]
 
 _TIMES = ("at", "deadline", "requested_at", "decided_at", "started", "ended")
@@ -74,15 +73,6 @@ def strip_times(log: list[LogEntry]) -> list[dict[str, Any]]:
     return [
         entry.model_dump(mode="json", exclude={"at", "started", "deadline"}) for entry in log
     ]
-
-
-def untimed(projection: RunProjection) -> RunProjection:
-    """The projection with its attempts' start and end times blanked (clocks decide them)."""
-    attempts = {
-        key: tuple(a.model_copy(update={"started": "", "ended": ""}) for a in records)
-        for key, records in projection.attempts.items()
-    }
-    return projection.model_copy(update={"attempts": attempts})
 
 
 def _without_times(value: Any) -> Any:
