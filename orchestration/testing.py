@@ -25,6 +25,7 @@ from orchestration.plan.encoding import NodeRef
 from orchestration.plan.ops import plan_digest
 from orchestration.predicates.structured import StructuredCell
 from orchestration.review.approval import approval_record
+from orchestration.run.batching import Batching
 from orchestration.run.driver import Inbox, RunDriver, decided
 from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.machine import (
@@ -567,6 +568,7 @@ async def run_in_process(
     max_attempts: int = 5,
     on_gate: Callable[[Waiting], PendingGateDecision | None] | None = None,
     autonomous: bool = False,
+    batching: Batching | None = None,
 ) -> tuple[list[RunEvent], RunProjection]:
     """Run a plan in this process against scripted tools; return its log and its projection.
 
@@ -591,6 +593,7 @@ async def run_in_process(
         on_gate: Decides each gate request as it opens (``None`` from it: no decision, and a
             run that can only wait for one then fails; in process nothing else decides).
         autonomous: Autonomous mode (approval gates the plan opens to it approve themselves).
+        batching: Run long maps' items in batches (sub-runs), as the hosts do by default.
 
     Raises:
         InvalidRunInputError: the input is refused (nothing was recorded).
@@ -600,6 +603,7 @@ async def run_in_process(
     cells = {cell.id: cell for cell in (evaluators or [StructuredCell()])}
     now = clock or TickClock()
     engine = RunEngine.start(view, run_id, run_input, now(), max_in_flight=max_in_flight)
+    engine.use_batches(batching)
     log: list[LogEntry] = engine.drain()
     inbox = Inbox()
 

@@ -34,6 +34,7 @@ from orchestration.tools.contracts import PredicateEvaluator
 from orchestration.tools.pricing import PriceTable
 from orchestration.tools.reasoning import Reasoner
 from orchestration.tools.toolbox import Toolbox
+from workflows.batch import PlanBatch
 from workflows.externs import RunServices, ToolShapes
 from workflows.plan_run import PlanRun
 from workflows.signatures import SignedApprovalsOnly
@@ -204,7 +205,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[PlanRun, *extra_workflows],
+        workflows=[PlanRun, PlanBatch, *extra_workflows],
         activities=activities,
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),

@@ -21,7 +21,9 @@ reads outside history is content-addressed (:mod:`workflows.externs`), and its t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -40,7 +42,18 @@ from workflows.port import LOCAL_TIMEOUT, iso
 from workflows.segment import Segment
 from workflows.signatures import APPROVAL_SIGNATURES
 
-__all__ = ["NO_INPUT", "Admission", "admit", "approved_digest", "decode", "deviation", "load_view"]
+__all__ = [
+    "NO_INPUT",
+    "Admission",
+    "admit",
+    "approved_digest",
+    "decode",
+    "decode_as",
+    "deviation",
+    "load_view",
+]
+
+Decoded = TypeVar("Decoded")
 
 NO_INPUT = RawValue(payload=None)  # type: ignore[arg-type]
 """``PlanRun``'s input when it was started with none (refused by :func:`decode`)."""
@@ -67,16 +80,27 @@ def decode(input: RawValue) -> PlanRunInput:
     Decoded here rather than by the SDK so that bad input fails the execution by name instead
     of failing its workflow task for ever.
     """
-    if input is NO_INPUT or input.payload is None:
-        raise _refuse_input("PlanRun was started without input")
-    try:
-        request = workflow.payload_converter().from_payload(input.payload, PlanRunInput)
-    except Exception as exc:  # noqa: BLE001 - any undecodable input is refused by name
-        raise _refuse_input(f"PlanRun's input does not decode: {exc}") from None
-    if not isinstance(request, PlanRunInput):
-        raise _refuse_input(f"PlanRun's input decodes to {type(request).__name__}")
+    request = decode_as(input, PlanRunInput, "PlanRun", _refuse_input)
     if (request.plan is None) == (request.plan_ref is None):
         raise _refuse_input("PlanRun's input must give exactly one of plan and planRef")
+    return request
+
+
+def decode_as(
+    input: RawValue,
+    model: type[Decoded],
+    workflow_name: str,
+    refuse: Callable[[str], ApplicationError],
+) -> Decoded:
+    """A workflow's one input as ``model``, or ``refuse(why)`` raised (no input, no decoding)."""
+    if input is NO_INPUT or input.payload is None:
+        raise refuse(f"{workflow_name} was started without input")
+    try:
+        request = workflow.payload_converter().from_payload(input.payload, model)
+    except Exception as exc:  # noqa: BLE001 - any undecodable input is refused by name
+        raise refuse(f"{workflow_name}'s input does not decode: {exc}") from None
+    if not isinstance(request, model):
+        raise refuse(f"{workflow_name}'s input decodes to {type(request).__name__}")
     return request
 
 

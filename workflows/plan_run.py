@@ -87,7 +87,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         WaitingGate,
     )
-    from orchestration.types import InterruptionCause, OperatorStop, RawPlanView
+    from orchestration.types import InterruptionCause, MapNode, OperatorStop, RawPlanView
     from workflows.attributes import (
         PLAN_BUILD,
         PLAN_DIGEST,
@@ -142,12 +142,23 @@ class PlanRun:
         self._heartbeat_seconds = request.settings.heartbeat_seconds
         self._segment = Segment(request.plan_id or "")
         loaded = load_view(request)
+        batching = request.settings.batching()
+        if batching is not None and not (
+            isinstance(loaded, RawPlanView)
+            and _maps_longer(loaded, batching.over)
+            # Runs recorded before maps ran in batches replay without them. Asked before any
+            # other command, so its marker never lands beside a local activity's.
+            and workflow.patched("batched-maps")
+        ):
+            batching = None
         admission = await admit(request, loaded, self._segment, build=self._build)
         self._claimed = admission.claimed
         engine = self._engine = admission.engine
         self._record(engine.drain())
         if not engine.done:
             assert isinstance(loaded, RawPlanView)
+            if batching is not None:
+                engine.use_batches(batching)
             fast = await fast_tools(loaded)
             port = WorkflowPort(
                 loaded,
@@ -387,6 +398,11 @@ class PlanRun:
             node_usage={node: spend.totals() for node, spend in engine.node_spend.items()},
             heartbeat_seconds=self._heartbeat_seconds,
         )
+
+
+def _maps_longer(view: RawPlanView, items: int) -> bool:
+    """Whether a map of the plan may bring more than ``items`` items."""
+    return any(isinstance(n, MapNode) and n.definition.max_items > items for n in view.nodes)
 
 
 def _describe(cause: InterruptionCause | None) -> str:

@@ -30,6 +30,7 @@ sandbox does not check it: it reads no clock, randomness or environment except t
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -44,8 +45,10 @@ from temporalio.exceptions import (
     TimeoutType,
     is_cancelled_exception,
 )
+from temporalio.workflow import ChildWorkflowHandle
 
 from orchestration.predicates import CelCell, StructuredCell
+from orchestration.run.batching import BatchDispatch, BatchResult, decode_result
 from orchestration.run.budgets import Allowance
 from orchestration.run.driver import (
     Inbox,
@@ -61,11 +64,14 @@ from orchestration.run.log import LogEntry
 from orchestration.run.messages import (
     CallResponse,
     EvaluateResponse,
+    PlanBatchInput,
+    PlanRef,
     PlanRunInput,
     ReasonResponse,
     RunSettings,
     TransformResponse,
     activity_id_for,
+    batch_workflow_id,
 )
 from orchestration.run.policy import Attempt, Lost, LostBy
 from orchestration.run.work import WorkFailed, decide_with
@@ -164,6 +170,7 @@ class WorkflowPort:
         record: Where the loop's log entries go.
         on_cancel: Told when the run is cancelled, so the run can end Canceled once it settles.
         before_wait: Awaited each time before the loop waits (the workflow mirrors its log).
+        run_id: The run the work is for (default: this workflow's id; a batch's is its run's).
 
     """
 
@@ -177,12 +184,14 @@ class WorkflowPort:
         record: Callable[[list[LogEntry]], None],
         on_cancel: Callable[[], None],
         before_wait: Callable[[], Awaitable[None]] | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.view = view
         self.approval = request.approval
         self.settings: RunSettings = request.settings
         self.plan_id = view.plan_id
-        self.run_id = workflow.info().workflow_id
+        self.run_id = run_id or workflow.info().workflow_id
+        self._batches: dict[str, ChildWorkflowHandle[Any, bytes]] = {}
         self.inbox = inbox
         self.fast = fast
         self.cells = inline_cells()
@@ -229,6 +238,43 @@ class WorkflowPort:
     def record(self, entries: list[LogEntry]) -> None:
         """Hand the loop's entries to the run's log."""
         self._record(entries)
+
+    async def batch(self, batch: BatchDispatch) -> BatchResult:
+        """Run one batch of a map's items as a ``PlanBatch`` child workflow; take its result.
+
+        The child's id is derived from the batch (:func:`batch_workflow_id`); it runs on this
+        task queue and, like every child, is terminated if this run closes without it.
+        """
+        spec = batch.spec
+        last = spec.first + len(spec.items) - 1
+        handle = await workflow.start_child_workflow(
+            "PlanBatch",
+            PlanBatchInput(
+                plan_ref=PlanRef(plan_id=self.plan_id, digest=self.approval.digest),
+                approval=self.approval,
+                settings=self.settings,
+                spec=spec,
+            ),
+            id=batch_workflow_id(self.plan_id, batch.key),
+            result_type=bytes,
+            static_summary=f"items {spec.first}–{last} of map {batch.map_id}",
+        )
+        self._batches[batch.key] = handle
+        try:
+            data: bytes = await handle
+        finally:
+            del self._batches[batch.key]
+        return decode_result(data)
+
+    async def breathe(self) -> None:
+        """End this workflow task and go on in the next: a 1 ms durable timer."""
+        await workflow.sleep(timedelta(milliseconds=1), summary="taking the map's batches")
+
+    def stop_batch(self, key: str) -> None:
+        """Signal the batch's child to stop (it starts nothing more and returns what it did)."""
+        handle = self._batches.get(key)
+        if handle is not None:
+            asyncio.ensure_future(handle.signal("stop"))
 
     def checkpoint_due(self) -> bool:
         """Whether to continue as new: at the settings' history length, or when Temporal says."""

@@ -343,11 +343,18 @@ def make_checkpoint(
     node_spent: dict[str, UsageTotals] | None = None,
     waiting: Mapping[str, Waiting] | None = None,
     gate_history: Mapping[str, tuple[int, GateOutcome | None]] | None = None,
+    needed: frozenset[str] | None = None,
 ) -> Checkpoint:
-    """The checkpoint of a frontier with nothing in flight (see the module docstring)."""
+    """The checkpoint of a frontier with nothing in flight (see the module docstring).
+
+    ``needed`` limits the outputs carried to those nodes' (a map's batch carries what its body
+    reads); without it, every output a frame from the frontier on may read is carried.
+    """
     waits = waiting or {}
-    starts = [f.node_id for f in frames] + [b.facts.node_id for b in barriers]
-    needed = readable_nodes(plan, starts)
+    if needed is None:
+        starts = [f.node_id for f in frames] + [b.facts.node_id for b in barriers]
+        readable = readable_nodes(plan, starts)
+        needed = None if readable is None else frozenset(readable)
     tables: list[tuple[int, ...]] = []
     table_index: dict[tuple[int, ...], int] = {}
     seen_tables: dict[int, int] = {}

@@ -39,12 +39,13 @@ request opens. What each of these means is :mod:`orchestration.run.gates`' (both
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from orchestration.errors import EngineStateError
 from orchestration.plan.gates import seconds_until
+from orchestration.run.batching import BatchDispatch, BatchResult
 from orchestration.run.budgets import Allowance
 from orchestration.run.engine.gating import Waiting
 from orchestration.run.engine.machine import RunEngine
@@ -121,6 +122,9 @@ Decision = Literal["retry", "skip", "abort"]
 AUTONOMOUS = "autonomous"
 """Who decided, for a decision autonomous mode made (recorded as automatic too)."""
 
+_SPLICE_PER_TURN = 4000
+"""Most batch log entries spliced in one workflow task (see ``RunDriver._take_batches``)."""
+
 _EARLY = 0.001
 """A deadline this close (seconds) counts as come: timers fire at, not after, the instant."""
 
@@ -158,6 +162,25 @@ class HostPort(Protocol):
 
     def record(self, entries: list[LogEntry]) -> None:
         """Append entries to the run's log."""
+        ...
+
+    async def batch(self, batch: BatchDispatch) -> BatchResult:
+        """Run one batch of a map's items to its end (a child workflow on Temporal).
+
+        Each host runs it with :func:`orchestration.run.batch.run_batch`, over its own
+        transport; an exception counts as the batch's failure (each of its items fails).
+        """
+        ...
+
+    def stop_batch(self, key: str) -> None:
+        """Ask the running batch ``key`` to stop: it starts nothing more and returns."""
+        ...
+
+    async def breathe(self) -> None:
+        """Let the current workflow task go and go on in the next.
+
+        A 1 ms durable timer on Temporal, nothing in process: so one task's work stays bounded.
+        """
         ...
 
     def checkpoint_due(self) -> bool:
@@ -217,6 +240,7 @@ class _Completed:
 
 _ACTIVITY_KINDS = frozenset({"call", "reason", "transform"})
 
+
 class RunDriver:
     """Drives one engine to its end (or to a checkpoint) through a host's port.
 
@@ -258,6 +282,8 @@ class RunDriver:
         self._completed: list[_Completed] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._checkpointing = False
+        self._batches_done: list[tuple[str, BatchResult]] = []
+        self._batches_stopped: set[str] = set()
 
     @property
     def checkpointing(self) -> bool:
@@ -297,8 +323,11 @@ class RunDriver:
                 )
             self._completed.append(_Completed(dispatch, outcome, started, reason))
 
-        key = dispatch.key
-        task = asyncio.create_task(attempt())
+        self._track(dispatch.key, attempt())
+
+    def _track(self, key: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as the task of ``key`` (cancelled if ``key``'s frame is cancelled)."""
+        task = asyncio.create_task(work)
         self._tasks[key] = task
 
         def forget(done: asyncio.Task[None]) -> None:
@@ -307,10 +336,37 @@ class RunDriver:
 
         task.add_done_callback(forget)
 
+    def _launch_batch(self, batch: BatchDispatch) -> None:
+        async def run() -> None:
+            try:
+                result = await self.port.batch(batch)
+            except Exception as exc:  # noqa: BLE001 - a batch that fails fails its items
+                result = BatchResult(
+                    rows=(),
+                    log=(),
+                    next_frame=batch.spec.base,
+                    steps=0,
+                    ended=f"the batch failed: {type(exc).__name__}: {exc}",
+                )
+            self._batches_done.append((batch.key, result))
+
+        self._track(batch.key, run())
+
+    def _stop_batches(self) -> None:
+        """A run that is ending starts nothing more: its running batches stop too."""
+        engine = self.engine
+        if engine.stopping is None:
+            return
+        for key in engine.batches_running:
+            if key not in self._batches_stopped:
+                self._batches_stopped.add(key)
+                self.port.stop_batch(key)
+
     def _has_news(self) -> bool:
         engine, inbox = self.engine, self.inbox
         return bool(
             self._completed
+            or self._batches_done
             or (inbox.stop is not None and engine.stopping is None and not engine.done)
             or any(key in engine.halted for key in inbox.decisions)
             or bool(inbox.gates)
@@ -348,18 +404,20 @@ class RunDriver:
                     at = now()
                     for dispatch in engine.ready(at):
                         self._launch(dispatch, allowance=engine.allowance(dispatch.key, at))
+                    for batch in engine.ready_batches():
+                        self._launch_batch(batch)
                     if not self._offer_gates():
                         break
             self._flush()
+            self._stop_batches()
             if engine.done:
                 break
             if self._checkpointing and not engine.in_flight and engine.stopping is None:
-                self.inbox.close(
-                    "the run continues in a new execution; send the decision again"
-                )
+                self.inbox.close("the run continues in a new execution; send the decision again")
                 return "checkpoint"
             if (
                 not engine.in_flight
+                and not engine.batches_running
                 and not engine.halted
                 and not engine.waiting
                 and self.inbox.stop is None
@@ -369,6 +427,10 @@ class RunDriver:
                 )
             await self.port.wait_until(self._has_news, self._next_deadline())
             self._settle_completed()
+            while self._take_batches():
+                self._flush()
+                await self.port.breathe()
+                self._settle_completed()
             self._flush()
         self._flush()
         self.inbox.close("the run has ended")
@@ -380,6 +442,27 @@ class RunDriver:
         while self._completed:
             done = self._completed.pop(0)
             self._decide(done.dispatch, done.outcome, done.started, done.reason)
+        while self._batches_done:
+            key, result = self._batches_done.pop(0)
+            if not self.engine.done:
+                self.engine.batch_ended(key, result)
+
+    def _take_batches(self) -> bool:
+        """Take the batches whose turn has come, up to a few thousand log entries a turn.
+
+        Returns whether more wait: the host then lets its workflow task go
+        (:meth:`HostPort.breathe`) before taking them, so no workflow task splices so many
+        entries that it passes Temporal's deadlock limit (50 batches finishing together
+        would splice some 55,000).
+        """
+        engine, now = self.engine, self.port.now
+        spliced = 0
+        while spliced < _SPLICE_PER_TURN:
+            taken = engine.take_batch(now())
+            if taken is None:
+                return False
+            spliced += taken + 1
+        return engine.batch_waiting
 
     def _record_attempt(
         self, dispatch: Dispatch, outcome: Attempt, started: str, reason: RetryReason | None
@@ -666,4 +749,3 @@ def decided(kind: str, matched: bool, case_label: str | None, evidence: object) 
         BranchVerdict(matched=matched) if kind == "branch" else SelectVerdict(case_label=case_label)
     )
     return Decided(verdict=verdict, evidence=evidence)
-

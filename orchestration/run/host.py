@@ -404,6 +404,7 @@ class InProcessRuns:
                 now,
                 max_in_flight=settings.max_in_flight,
             )
+        engine.use_batches(settings.batching())
         writer = _Writer(self.store, plan_id, admitted.run_id, len(previous))
         port = _WriteAheadPort(
             writer,

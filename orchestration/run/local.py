@@ -23,8 +23,10 @@ import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
 
+from orchestration.run.batching import BatchDispatch, BatchResult
 from orchestration.run.budgets import Allowance
 from orchestration.run.driver import (
+    Inbox,
     call_request,
     decided,
     reason_attempt,
@@ -36,7 +38,13 @@ from orchestration.run.log import LogEntry
 from orchestration.run.messages import RunSettings
 from orchestration.run.policy import Attempt, Lost
 from orchestration.run.work import FrameWork, WorkFailed, decide_with
-from orchestration.types import ApprovalRecord, BranchNode, RawPlanView, SelectNode
+from orchestration.types import (
+    ApprovalRecord,
+    BranchNode,
+    OperatorStop,
+    RawPlanView,
+    SelectNode,
+)
 
 __all__ = ["Executor", "LocalPort", "utc_now"]
 
@@ -95,6 +103,7 @@ class LocalPort:
         self._news = asyncio.Event()
         self.log: list[LogEntry] = []
         self.due = False
+        self._batches: dict[str, tuple[LocalPort, Inbox]] = {}
         self.activity: dict[str, tuple[int, str]] = {}
         """Each attempt in flight's ``(attempt, last activity)``, by frame key."""
 
@@ -141,6 +150,49 @@ class LocalPort:
     def checkpoint_due(self) -> bool:
         """An in-process run never needs to continue as new (unless asked to, in tests)."""
         return self.due
+
+    async def batch(self, batch: BatchDispatch) -> BatchResult:
+        """Run one batch of a map's items here, as a sub-run over the same work and clock."""
+        from orchestration.run.batch import run_batch
+
+        sub = LocalPort(
+            self.work,
+            self.view,
+            self.approval,
+            self.run_id,
+            self.settings,
+            clock=self._clock,
+            executor=self._executor,
+            pause=self._pause,
+        )
+        inbox = Inbox()
+        self._batches[batch.key] = (sub, inbox)
+        try:
+            return await run_batch(
+                self.view,
+                batch.spec,
+                sub,
+                self.settings.retry,
+                inbox,
+                sub.log,
+                max_in_flight=self.settings.max_in_flight,
+            )
+        finally:
+            del self._batches[batch.key]
+            self.poke()
+
+    async def breathe(self) -> None:
+        """Nothing to let go of in process: yield to the loop once."""
+        await asyncio.sleep(0)
+
+    def stop_batch(self, key: str) -> None:
+        """Stop the running batch ``key``: it starts nothing more and returns what it did."""
+        running = self._batches.get(key)
+        if running is not None:
+            sub, inbox = running
+            if inbox.stop is None:
+                inbox.stop = OperatorStop()
+            sub.poke()
 
     async def attempt(self, dispatch: Dispatch, allowance: Allowance | None = None) -> Attempt:
         """One attempt of the frame's work, bounded by the start-to-close timeout."""

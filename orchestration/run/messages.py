@@ -12,6 +12,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from orchestration.run.batching import (
+    DEFAULT_BATCH_STEPS,
+    DEFAULT_BATCHES_OVER,
+    Batching,
+    BatchSpec,
+)
 from orchestration.run.checkpoint import Checkpoint
 from orchestration.run.log import AskedRound, LogEntry
 from orchestration.types import (
@@ -41,6 +47,8 @@ from orchestration.types import (
 )
 
 __all__ = [
+    "PlanBatchInput",
+    "batch_workflow_id",
     "MAX_READABLE_ID",
     "AttemptUsage",
     "CallRequest",
@@ -313,6 +321,41 @@ class RunSettings(WireModel):
     """Autonomous mode (seed 001): approve by itself every approval gate whose plan allows it
     (``autonomous: true`` on the gate), recording each decision as automatic. Gates the plan
     does not open to it, input requests and a model's questions still wait for a person."""
+    batch_maps_over: int | None = Field(
+        default=DEFAULT_BATCHES_OVER, ge=0, exclude_if=lambda v: v == DEFAULT_BATCHES_OVER
+    )
+    """A map with more items than this runs them in batches: on Temporal each batch is a
+    ``PlanBatch`` child workflow, in process a sub-run (see :mod:`orchestration.run.batching`).
+    ``None``: every map runs its items in the run itself. Both hosts must be given the same
+    value to write the same log."""
+    batch_steps: int = Field(
+        default=DEFAULT_BATCH_STEPS, ge=1, exclude_if=lambda v: v == DEFAULT_BATCH_STEPS
+    )
+    """The most steps one batch takes (so its items: this over one item's worst-case steps)."""
+
+    def batching(self) -> Batching | None:
+        """When and how maps run in batches, or ``None``."""
+        if self.batch_maps_over is None:
+            return None
+        return Batching(self.batch_maps_over, self.batch_steps)
+
+
+class PlanBatchInput(WireModel):
+    """The input of ``PlanBatch``: one batch of a map's items, run for the plan's one run.
+
+    Started only by the run's own ``PlanRun`` (which the batch checks: its parent must be the
+    plan's run, and its workflow id the one :func:`batch_workflow_id` gives).
+    """
+
+    plan_ref: PlanRef
+    approval: ApprovalRecord
+    settings: RunSettings = Field(default_factory=RunSettings)
+    spec: BatchSpec
+
+
+def batch_workflow_id(plan_id: str, key: str) -> str:
+    """The workflow id of the ``PlanBatch`` child that runs batch ``key`` of the plan's run."""
+    return f"{workflow_id_for(plan_id)}/{key}"
 
 
 class ContinuedRun(WireModel):

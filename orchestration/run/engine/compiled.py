@@ -211,6 +211,7 @@ class CompiledPlan:
         }
         """Each map node's ``item`` edges and each loop node's ``body`` edges (into the body),
         fired once per item or round."""
+        self.plan_id = view.plan_id
         self.max_steps = view.bounds.max_steps
         self.max_concurrent = view.bounds.max_concurrent_frames
         self.budgets = Budgets.of(view.bounds, view.nodes)

@@ -72,6 +72,16 @@ from orchestration.plan.gates import (
     response_item,
     wait_policy,
 )
+from orchestration.run.batching import (
+    BatchDispatch,
+    BatchFacts,
+    Batching,
+    BatchResult,
+    BatchSpec,
+    batch_facts,
+    spliceable,
+    unsettled,
+)
 from orchestration.run.budgets import Allowance, Spend
 from orchestration.run.engine.builders import (
     item_segment,
@@ -304,6 +314,15 @@ class RunEngine:
         self._outcome: Outcome = "running"
         self._spend = Spend()
         self._node_spend: dict[str, Spend] = {}
+        # Distributed maps: when the host runs a long map's items in batches, the batches
+        # handed out and not yet taken, and, in a batch's own sub-run, what it runs.
+        self._batching: Batching | None = None
+        self._batch: BatchSpec | None = None
+        self._batch_rows: dict[int, dict[str, object]] = {}
+        self._batch_out: list[BatchDispatch] = []
+        self._batch_running: dict[str, tuple[MapRun, int]] = {}
+        self._batch_turns: deque[MapRun] = deque()
+        self._batch_facts: dict[str, BatchFacts | None] = {}
 
     # ------------------------------------------------------------------------------------
     # Construction
@@ -385,6 +404,9 @@ class RunEngine:
         engine._run_cause = None
         engine._spend = Spend()
         engine._node_spend = {}
+        engine._batch = None
+        engine._batch_running = {}
+        engine._batch_turns = deque()
         engine._record(LogStart(run_id=run_id, digest=digest, entry=entry, at=at, build=build))
         engine._finish(cause, at)
         return engine
@@ -455,6 +477,128 @@ class RunEngine:
         state = restore_checkpoint(checkpoint, plan)
         return cls._restored(plan, state, None, None, at, max_in_flight)
 
+    @classmethod
+    def batch(
+        cls,
+        view: RawPlanView,
+        spec: BatchSpec,
+        *,
+        at: str,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> RunEngine:
+        """The sub-run of one batch of a map's items (see :mod:`orchestration.run.batching`).
+
+        It holds the map's frame (entered in the run, never settled here) and runs the
+        batch's items one after another, in index order; it ends once the last item ran,
+        without ``end`` (or when stopped). :meth:`batch_result` then says what it came to;
+        its log is what :meth:`drain` handed out.
+
+        Raises:
+            MalformedRunLogError: the spec's checkpoint is inconsistent.
+            UnrunnablePlanError: the view lacks a node the spec names.
+
+        """
+        from orchestration.run.checkpoint import restore_checkpoint
+
+        plan = CompiledPlan(view)
+        state = restore_checkpoint(spec.checkpoint, plan)
+        engine = cls(plan, state.run_id, state.digest, max_in_flight=max_in_flight)
+        engine._next = spec.base
+        engine._batch = spec
+        ((head, _),) = state.frames
+        run = MapRun(head, list(spec.items), 1, spec.first)
+        run.model = spec.model
+        engine._maps[head.number] = run
+        engine._batch_rows = run.results  # filled as items finish, however the batch ends
+        engine._advance_map(run, at)
+        engine._after(at)
+        return engine
+
+    def batch_result(self, log: Sequence[LogEntry]) -> BatchResult:
+        """What this batch's sub-run came to, with ``log`` (everything it drained).
+
+        Raises:
+            EngineStateError: this is not a batch's sub-run, or it has not ended.
+
+        """
+        if self._batch is None or not self.done:
+            raise EngineStateError("batch_result() is for a batch's sub-run once it ended")
+        cause = self._run_cause
+        ended = None if cause is None else _describe_cause(cause)
+        spent = self._spend.totals() if self._spend.attempts else None
+        return BatchResult(
+            rows=tuple(row for _, row in sorted(self._batch_rows.items())),
+            log=spliceable(log),
+            next_frame=self._next,
+            steps=self._steps,
+            spent=spent,
+            ended=ended,
+        )
+
+    def use_batches(self, batching: Batching | None) -> None:
+        """Run the items of maps longer than ``batching.over`` in batches (``None``: never).
+
+        Both hosts of a run must say the same here (it is in the run's settings), since it
+        shapes the log. A batch's own sub-run never batches again.
+        """
+        self._batching = batching if self._batch is None else None
+
+    def ready_batches(self) -> list[BatchDispatch]:
+        """The batches to start now (each exactly once), in order."""
+        out, self._batch_out = self._batch_out, []
+        return out
+
+    @property
+    def batches_running(self) -> tuple[str, ...]:
+        """Keys of the batches handed out whose results are not yet taken."""
+        return tuple(self._batch_running)
+
+    def batch_ended(self, key: str, result: BatchResult) -> None:
+        """Hold a batch's result until its turn (:meth:`take_batch` takes them in order).
+
+        Raises:
+            EngineStateError: ``key`` is not a running batch, or it came back already.
+
+        """
+        held = self._batch_running.get(key)
+        if held is None or self.done or held[1] in held[0].returned:
+            raise EngineStateError(
+                f'batch "{key}" is not running; hand each batch ready_batches() gave back once'
+            )
+        run, index = held
+        run.returned[index] = (key, result)
+        if index == run.taken:
+            self._batch_turns.append(run)
+
+    @property
+    def batch_waiting(self) -> bool:
+        """Whether a batch's result waits to be taken (its turn has come)."""
+        return bool(self._batch_turns) and not self.done
+
+    def take_batch(self, at: str) -> int | None:
+        """Take the next batch whose turn has come.
+
+        Splices its log in, records its rows, and starts the batches that may start now.
+        Returns ``None`` when none waits, else how many log entries it spliced (a host that
+        takes many may let the workflow task go between).
+        """
+        while self._batch_turns and not self.done:
+            run = self._batch_turns[0]
+            if run.taken not in run.returned:
+                self._batch_turns.popleft()
+                continue
+            key, result = cast(tuple[str, BatchResult], run.returned.pop(run.taken))
+            del self._batch_running[key]
+            run.taken += 1
+            spliced = self._take_batch(run, run.taken - 1, result, at)
+            if run.taken not in run.returned:
+                self._batch_turns.popleft()
+            if self._maps.get(run.head.number) is run:
+                self._advance_map(run, at)
+            self._after(at)
+            return spliced
+        return None
+
     def checkpoint(self, at: str) -> Checkpoint:
         """Record a ``snapshot`` and return what a continued execution needs to go on.
 
@@ -511,9 +655,7 @@ class RunEngine:
             engine._run_cause = state.cause
             return engine
         for frame, entered in state.frames:
-            engine._restore_frame(
-                frame, entered, state.halted, state.gates.get(frame.number), at
-            )
+            engine._restore_frame(frame, entered, state.halted, state.gates.get(frame.number), at)
         for barrier in state.barriers:
             engine._open_barrier(barrier)
         if not state.entry_settled:
@@ -734,9 +876,7 @@ class RunEngine:
         map's item, is not in it: no ``edge_taken`` names it, and the loop's own frame, pending
         until its last check, stands for it.)
         """
-        frames = tuple(
-            f"{f.node_id}:{f.route.key}" for f in self.live_frames() if f.check is None
-        )
+        frames = tuple(f"{f.node_id}:{f.route.key}" for f in self.live_frames() if f.check is None)
         joins = tuple(f"{b.facts.node_id}@{b.prefix.key}" for b in self._barriers.values())
         return frames, joins
 
@@ -769,9 +909,7 @@ class RunEngine:
                 if type(pending) is Dispatch:
                     queue.popleft()
                     args = dict(pending.args or {})
-                    self._open_gate(
-                        frame, "arguments", at, args=args, digest=args_digest(args)
-                    )
+                    self._open_gate(frame, "arguments", at, args=args, digest=args_digest(args))
                     continue
                 # A reference that resolves to nothing fails it, entered, like any call.
             if budgets is not None and frame.kind in _ACTIVITY_KINDS:
@@ -971,9 +1109,7 @@ class RunEngine:
         frame = self._running.get(key)
         if budgets is None or frame is None:
             return None
-        return budgets.allowance(
-            frame.node_id, self._spend, frame.spend, frame.started, at, delay
-        )
+        return budgets.allowance(frame.node_id, self._spend, frame.spend, frame.started, at, delay)
 
     def started_of(self, key: str) -> str | None:
         """When the in-flight frame ``key`` was last entered (its current attempt's entry)."""
@@ -1677,6 +1813,14 @@ class RunEngine:
         source = entry_for(over, head.outputs)
         run = MapRun(head, values, definition.concurrency or max(1, len(values)))
         run.model = None if source is None else source.route.model
+        batching = self._batching
+        if batching is not None and len(values) > batching.over:
+            facts = self._facts_of(node.id)
+            if facts is not None:
+                size = batching.size(facts.item_steps)
+                total = len(values)
+                run.batches = [(lo, min(lo + size, total)) for lo in range(0, total, size)]
+                run.limit = min(run.limit, len(run.batches))
         self._maps[head.number] = run
         self._advance_map(run, at)
 
@@ -1692,21 +1836,136 @@ class RunEngine:
         if run.active == 0 and self._maps.get(run.head.number) is run:
             definition = cast(MapNode, run.head.node).definition
             total = len(run.values)
-            if run.next >= total or not definition.tolerates(run.failed, total):
+            batches = run.batches
+            started_all = run.next >= run.end if batches is None else run.next_batch >= len(batches)
+            if started_all or (self._batch is None and not definition.tolerates(run.failed, total)):
                 self._finish_map(run, at)
 
     def _start_items(self, run: MapRun, at: str) -> None:
+        if run.batches is not None:
+            self._start_batches(run)
+            return
         head = run.head
         map_id = head.node_id
         definition = cast(MapNode, head.node).definition
         total = len(run.values)
+        first = run.first
+        # A batch runs all its items: the run decides on the tolerance, batch by batch.
+        tolerance = self._batch is None
         hops = self._plan.item_hops.get(map_id, ())
-        while run.next < total and run.active < run.limit:
-            if not definition.tolerates(run.failed, total):
+        while run.next < run.end and run.active < run.limit:
+            if tolerance and not definition.tolerates(run.failed, total):
                 return
             index = run.next
-            if not self._start_item(run, hops, {"index": index, "item": run.values[index]}, at):
+            value = {"index": index, "item": run.values[index - first]}
+            if not self._start_item(run, hops, value, at):
                 return
+
+    def _start_batches(self, run: MapRun) -> None:
+        """Hand out batches while the map's concurrency allows (in order, each once)."""
+        batches = run.batches
+        assert batches is not None
+        head = run.head
+        definition = cast(MapNode, head.node).definition
+        total = len(run.values)
+        checkpoint: Checkpoint | None = None
+        while run.next_batch < len(batches) and run.active < run.limit:
+            if self._draining is not None or self.done:
+                return
+            if not definition.tolerates(run.failed, total):
+                return
+            if checkpoint is None:
+                checkpoint = self._batch_checkpoint(head)
+            index = run.next_batch
+            first, end = batches[index]
+            run.next_batch = index + 1
+            run.next = end
+            run.active += 1
+            key = f"{head.ident}#batch{index}"
+            spec = BatchSpec(
+                plan_id=self._plan.plan_id,
+                map_frame=head.number,
+                batch=index,
+                first=first,
+                items=tuple(cast(Any, run.values[first:end])),
+                model=run.model,
+                base=head.number + 1,
+                checkpoint=checkpoint,
+            )
+            self._batch_running[key] = (run, index)
+            self._batch_out.append(BatchDispatch(key, head.node_id, spec))
+
+    def _batch_checkpoint(self, head: Frame) -> Checkpoint:
+        """The map's frame alone, with the outputs its body reads: what each batch starts from."""
+        from orchestration.run.checkpoint import make_checkpoint
+
+        return make_checkpoint(
+            self._plan,
+            run_id=self.run_id,
+            digest=self.digest,
+            next_frame=head.number + 1,
+            steps=0,
+            frames=[head],
+            barriers=[],
+            needed=cast(BatchFacts, self._facts_of(head.node_id)).reads,
+        )
+
+    def _facts_of(self, map_id: str) -> BatchFacts | None:
+        known = self._batch_facts
+        if map_id not in known:
+            known[map_id] = batch_facts(self._plan, map_id, self._args_gates | self._result_gates)
+        return known[map_id]
+
+    def _take_batch(self, run: MapRun, index: int, result: BatchResult, at: str) -> int:
+        """Splice batch ``index``'s log in at the run's next frame numbers; record its rows.
+
+        Returns how many entries it spliced.
+        """
+        head = run.head
+        base = head.number + 1
+        offset = self._next - base
+        log = self._log
+        entries = result.entries(base, offset)
+        log.extend(entries)
+        self._next = result.next_frame + offset
+        self._steps += result.steps
+        first, end = cast(list[tuple[int, int]], run.batches)[index]
+        rows = {cast(int, row["index"]): row for row in result.rows}
+        if result.ended is not None:
+            # The batch stopped early: what it left unsettled fails, as do its items that
+            # did not finish; no call of it is repeated.
+            for number in unsettled(entries):
+                log.append(
+                    log_settle(
+                        number,
+                        "failed",
+                        (),
+                        None,
+                        False,
+                        ErrorInfo(name="MapBatchEndedError", message=result.ended),
+                        1,
+                        None,
+                        at,
+                    )
+                )
+        for item in range(first, end):
+            row = rows.get(item)
+            if row is None:
+                row = {
+                    "index": item,
+                    "ok": False,
+                    "error": {
+                        "node": head.node_id,
+                        "name": "MapBatchEndedError",
+                        "message": f"item {item} did not finish: its batch ended early "
+                        f"({result.ended or 'no result'})",
+                    },
+                }
+            if not row["ok"]:
+                run.failed += 1
+            run.results[item] = row
+        run.active -= 1
+        return len(entries)
 
     def _start_item(
         self, run: MapRun, hops: Sequence[Hop], value: dict[str, object], at: str
@@ -1760,9 +2019,15 @@ class RunEngine:
         self._advance_map(run, at)
 
     def _finish_map(self, run: MapRun, at: str) -> None:
-        """Every item ran (or too many failed): settle the map's frame once."""
+        """Every item ran (or too many failed): settle the map's frame once.
+
+        In a batch's sub-run the map's frame is the run's, not the batch's: its rows are kept
+        for :meth:`batch_result` instead.
+        """
         head = run.head
         del self._maps[head.number]
+        if self._batch is not None:
+            return
         definition = cast(MapNode, head.node).definition
         total = len(run.values)
         if definition.tolerates(run.failed, total):
@@ -1883,9 +2148,7 @@ class RunEngine:
                 if ended == "stuck"
                 else f"it ran its maxIterations {definition.max_iterations} round(s)"
             )
-            self._end_loop_failed(
-                run, "LoopUnmetError", f"its until never held: {why}", at
-            )
+            self._end_loop_failed(run, "LoopUnmetError", f"its until never held: {why}", at)
             return
         del self._maps[head.number]
         row = {
@@ -2040,6 +2303,8 @@ class RunEngine:
         """Settle the run if nothing is left to wait for."""
         if self.done:
             return
+        if self._batch_running:
+            return
         if self._draining is not None:
             if all(k in self._halted or k in self._recovered for k in self._running):
                 self._finish(self._draining, at)
@@ -2052,12 +2317,22 @@ class RunEngine:
                 self._finish(None, at)
 
     def _finish(self, cause: InterruptionCause | None, at: str) -> None:
+        quiet = self._batch is not None  # a batch's end is the run's to record, not its own
         if cause is not None:
-            self._record(LogInterrupt(cause=cause, at=at))
+            if not quiet:
+                self._record(LogInterrupt(cause=cause, at=at))
             self._run_cause = cause
         outcome = outcome_for(cause)
-        self._record(LogEnd(outcome=outcome, at=at))
+        if not quiet:
+            self._record(LogEnd(outcome=outcome, at=at))
         self._outcome = outcome
+
+
+def _describe_cause(cause: InterruptionCause) -> str:
+    """An interruption in a line: its kind and its fields."""
+    fields = cause.model_dump(mode="json", exclude={"kind"}, exclude_none=True)
+    said = ", ".join(f"{name}={value}" for name, value in fields.items())
+    return f"{cause.kind} ({said})" if said else cause.kind
 
 
 def _tolerance(definition: MapDefinition) -> str:

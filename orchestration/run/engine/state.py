@@ -165,31 +165,51 @@ class MapRun:
         failed: How many items failed so far.
         model: Whether the list traces back to a model (its items inherit it).
         starting: Set while items are being started (a finishing item then only records).
+        first: The index of ``values[0]`` (a batch's sub-run maps a slice of the list).
+        batches: For a map whose items run in batches, each batch's ``(first, end)`` indexes;
+            ``None`` when the items run here.
+        next_batch: The next batch to start; ``taken`` the next whose result to record (in
+            batch order); ``returned`` the results that came back before their turn.
 
     """
 
     __slots__ = (
         "active",
+        "batches",
         "failed",
+        "first",
         "head",
         "limit",
         "model",
         "next",
+        "next_batch",
         "results",
+        "returned",
         "starting",
+        "taken",
         "values",
     )
 
-    def __init__(self, head: Frame, values: list[object], limit: int) -> None:
+    def __init__(self, head: Frame, values: list[object], limit: int, first: int = 0) -> None:
         self.head = head
         self.values = values
         self.limit = limit
-        self.next = 0
+        self.first = first
+        self.next = first
         self.active = 0
         self.failed = 0
         self.results: dict[int, dict[str, object]] = {}
         self.model: bool | None = None
         self.starting = False
+        self.batches: list[tuple[int, int]] | None = None
+        self.next_batch = 0
+        self.taken = 0
+        self.returned: dict[int, object] = {}
+
+    @property
+    def end(self) -> int:
+        """One past the index of the last item this run maps."""
+        return self.first + len(self.values)
 
 
 class LoopRun(MapRun):
