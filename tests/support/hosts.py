@@ -42,16 +42,18 @@ _TIMES = ("at", "deadline", "requested_at", "decided_at", "started", "ended")
 
 
 async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
-    """Replay every execution of the run's last chain in the real sandbox (nondeterminism fails)."""
+    """Replay every execution of the run's last chain, and every batch it started as a child,
+    in the real sandbox (nondeterminism fails)."""
     from temporalio.worker import Replayer
 
     from orchestration.run.messages import workflow_id_for
     from workers.worker import sandbox_runner
+    from workflows.batch import PlanBatch
     from workflows.externs import RunServices
     from workflows.plan_run import PlanRun
 
     replayer = Replayer(
-        workflows=[PlanRun],
+        workflows=[PlanRun, PlanBatch],
         interceptors=[RunServices(store)],
         data_converter=client.data_converter,
         workflow_runner=sandbox_runner(),
@@ -61,6 +63,15 @@ async def replay_all(client: Client, plan_id: str, store: PlanStore) -> None:
         handle = client.get_workflow_handle(workflow_id_for(plan_id), run_id=run_id)
         history = await handle.fetch_history()
         await replayer.replay_workflow(history)
+        # A map's batches ran as child workflows: each replays too.
+        for event in history.events:
+            if event.HasField("child_workflow_execution_started_event_attributes"):
+                child = event.child_workflow_execution_started_event_attributes
+                batch = client.get_workflow_handle(
+                    child.workflow_execution.workflow_id,
+                    run_id=child.workflow_execution.run_id,
+                )
+                await replayer.replay_workflow(await batch.fetch_history())
         started = history.events[0].workflow_execution_started_event_attributes
         run_id = started.continued_execution_run_id
         if not run_id:

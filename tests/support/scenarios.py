@@ -120,6 +120,14 @@ def make_tools() -> Toolbox:
     def stamp(context: ToolContext, **args: Any) -> dict[str, Any]:
         return {"value": context.node_id, "n": len(args)}
 
+    @tools.tool("peek", short=True)
+    def peek(name: str) -> dict[str, Any]:
+        return {"value": name.upper(), "n": len(name)}
+
+    @tools.tool("seal", short=True)
+    def seal(context: ToolContext, **args: Any) -> dict[str, Any]:
+        return {"value": context.node_id, "n": len(args)}
+
     @tools.tool("count")
     def count(n: int) -> dict[str, Any]:
         return {"n": n}
@@ -598,6 +606,11 @@ def _mapped(
 
 CONCURRENT = SETTINGS.model_copy(update={"max_in_flight": 8})
 """Frames in flight together, for the joins that cancel the arms still running."""
+
+
+BATCHED = SETTINGS.model_copy(update={"batch_maps_over": 4, "batch_steps": 6})
+"""Maps of more than 4 items run in batches of 3 (an item is 2 steps: its frame and a call):
+child workflows on Temporal, sub-runs in process."""
 
 
 def _cancelled(*nodes: str) -> Callable[[RunProjection], None]:
@@ -1224,6 +1237,27 @@ SCENARIOS: dict[str, Scenario] = {
         "completed",
         gates={"inspect": [[Say(approve())]]},
         check=_mapped("done", [(True, "F0"), (True, "F1")]),
+    ),
+    "map_in_batches": Scenario(
+        mapped(max_items=12, concurrency=3),
+        {"n": 10, "bad": 0},
+        "completed",
+        check=_mapped("done", [(True, f"F{i}") for i in range(10)]),
+        settings=BATCHED,
+    ),
+    "map_in_batches_tolerance_met": Scenario(
+        mapped(max_items=12, concurrency=2, tolerated_failures=2),
+        {"n": 9, "bad": 2},
+        "completed",
+        check=_mapped("done", [(True, f"F{i}") for i in range(7)] + [(False, None)] * 2),
+        settings=BATCHED,
+    ),
+    "map_in_batches_tolerance_exceeded": Scenario(
+        mapped(max_items=12, concurrency=2, tolerated_failures=1),
+        {"n": 9, "bad": 2},
+        "completed",
+        check=_mapped("failed"),
+        settings=BATCHED,
     ),
     "map_two_at_a_time": Scenario(
         paced_map,
