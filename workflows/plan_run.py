@@ -142,7 +142,9 @@ class PlanRun:
         self._heartbeat_seconds = request.settings.heartbeat_seconds
         self._segment = Segment(request.plan_id or "")
         loaded = load_view(request)
-        batching = request.settings.batching()
+        # A batch loads the plan by reference from the worker's store: a plan given inline
+        # (a service without the store) keeps its maps in the run.
+        batching = request.settings.batching() if request.plan_ref is not None else None
         if batching is not None and not (
             isinstance(loaded, RawPlanView)
             and _maps_longer(loaded, batching.over)

@@ -20,7 +20,12 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.common import RawValue, WorkflowIDReusePolicy
 
 from orchestration.plan.encoding import NodeRef
-from orchestration.run.messages import RunSettings, workflow_id_for
+from orchestration.run.messages import (
+    PlanRunInput,
+    PlanRunResult,
+    RunSettings,
+    workflow_id_for,
+)
 from orchestration.store.sqlite import SqlitePlanStore
 from orchestration.testing import PlanSketch, approve_into
 from orchestration.tools.toolbox import Toolbox, ToolContext
@@ -28,6 +33,7 @@ from orchestration.types import NumberField, RawPlanView, StringField
 from tests.support.hosts import replay_all
 from workers.runs import TemporalRuns
 from workers.worker import build_worker
+from workflows.runlog import log_from_history
 
 from .harness import wait_closed
 
@@ -53,10 +59,10 @@ def ledger_tools(ledger: Counter[str], nap: float = 0.0) -> Toolbox:
     return tools
 
 
-def plan(plan_id: str) -> RawPlanView:
+def plan(plan_id: str, **tolerance: Any) -> RawPlanView:
     s = PlanSketch(plan_id, max_concurrent_frames=8).entry(NumberField(path="n"))
     s.call("list", "listing", args={"n": NodeRef("entry", path="n")})
-    s.map("m", NodeRef("list", path="files"), max_items=40, concurrency=3)
+    s.map("m", NodeRef("list", path="files"), max_items=40, concurrency=3, **tolerance)
     s.call(
         "write",
         "write",
@@ -100,8 +106,10 @@ async def test_a_batch_started_by_anyone_but_its_run_runs_nothing(
         # The input the run gave its first batch, as an attacker could copy it from history.
         child_id, child_run = children[0]
         started = (
-            await client.get_workflow_handle(child_id, run_id=child_run).fetch_history()
-        ).events[0].workflow_execution_started_event_attributes
+            (await client.get_workflow_handle(child_id, run_id=child_run).fetch_history())
+            .events[0]
+            .workflow_execution_started_event_attributes
+        )
         assert started.parent_workflow_execution.workflow_id == workflow_id_for(view.plan_id)
         (payload,) = started.input.payloads
         attempts: list[tuple[str, list[Any]]] = [
@@ -128,6 +136,37 @@ async def test_a_batch_started_by_anyone_but_its_run_runs_nothing(
             assert getattr(cause, "type", None) == "batch_refused", (workflow_id, cause)
             assert getattr(cause, "non_retryable", False)
     assert ledger == Counter({f"f{i}": 1 for i in range(6)})
+    await replay_all(client, view.plan_id, store)
+    # The run's history alone rebuilds its whole log, batches included (their logs came back
+    # in the children's results).
+    history = await client.get_workflow_handle(workflow_id_for(view.plan_id)).fetch_history()
+    rebuilt = await log_from_history(history, store=store)
+    assert rebuilt == await store.read_run_log(view.plan_id)
+    await store.close()
+
+
+async def test_a_plan_given_inline_keeps_its_maps_in_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Started with the plan inline (a batch could not load it): no batches, the map runs."""
+    ledger: Counter[str] = Counter()
+    store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    view = await approve_into(store, plan(f"batch-inline-{uuid.uuid4().hex[:8]}"))
+    approval = await store.read_approval(view.plan_id)
+    assert approval is not None
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=ledger_tools(ledger), store=store
+    ):
+        handle = await client.start_workflow(
+            "PlanRun",
+            PlanRunInput(plan=view, approval=approval, run_input={"n": 6}, settings=BATCHED),
+            id=workflow_id_for(view.plan_id),
+            task_queue=task_queue,
+            result_type=PlanRunResult,
+        )
+        assert (await handle.result()).outcome == "completed"
+    assert ledger == Counter({f"f{i}": 1 for i in range(6)})
+    assert await _children(client, view.plan_id) == []
     await replay_all(client, view.plan_id, store)
     await store.close()
 
@@ -166,5 +205,40 @@ async def test_ending_the_run_ends_its_batches(
         written = [k for k, s in projection.frame_status.items() if k.startswith("write:")]
         assert len(written) == ran
         assert all(projection.frame_status[k] == "done" for k in written)
+    await replay_all(client, view.plan_id, store)
+    await store.close()
+
+
+async def test_a_failed_batch_fails_its_items_within_the_tolerance(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A batch's child terminated mid-run: its items fail by name, the others run, and the
+    map's tolerance decides (here: any number may fail, so the run completes)."""
+    ledger: Counter[str] = Counter()
+    store = SqlitePlanStore(tmp_path / "plans.sqlite3")
+    view = await approve_into(
+        store,
+        plan(f"batch-dies-{uuid.uuid4().hex[:8]}", tolerated_failure_percent=100),
+    )
+    async with build_worker(
+        client, task_queue=task_queue, toolbox=ledger_tools(ledger, nap=0.5), store=store
+    ):
+        runs = TemporalRuns(client, store, task_queue=task_queue, settings=BATCHED)
+        handle = await runs.start(view.plan_id, {"n": 8})
+        while not (
+            first := [c for c in await _children(client, view.plan_id) if c[0].endswith("#batch0")]
+        ):
+            await asyncio.sleep(0.05)
+        ((first_id, run_id),) = first
+        await client.get_workflow_handle(first_id, run_id=run_id).terminate("a mistake")
+        assert (await handle.result()).outcome == "completed"
+        projection = await runs.projection(view.plan_id)
+    (output,) = [o for k, o in projection.outputs.items() if k.startswith("m:") and "[" not in k]
+    rows = [item.json_ for item in output.items]
+    assert [row["ok"] for row in rows[:2]] == [False, False]
+    assert rows[0]["error"]["name"] == "MapBatchEndedError"
+    assert "terminated" in rows[0]["error"]["message"].lower()
+    assert all(row["ok"] for row in rows[2:])
+    assert all(ledger[f"f{i}"] == 1 for i in range(2, 8))
     await replay_all(client, view.plan_id, store)
     await store.close()
