@@ -375,7 +375,7 @@ class TemporalRuns:
                 )
             return stored
         if status in _OPEN:
-            return await self._with_open_segment(workflow_id, stored)
+            return await self._with_open_segment(plan_id, stored)
         if stored and isinstance(stored[-1], LogEnd):
             return stored
         entries = list(stored)
@@ -383,12 +383,17 @@ class TemporalRuns:
             entries[offset:] = segment
         return entries
 
-    async def _with_open_segment(self, workflow_id: str, stored: list[LogEntry]) -> list[LogEntry]:
-        """The stored log up to the open execution's segment, then that segment by query."""
-        handle = self.client.get_workflow_handle(workflow_id)
+    async def _with_open_segment(self, plan_id: str, stored: list[LogEntry]) -> list[LogEntry]:
+        """The stored log up to what the open execution holds, then what it holds by query."""
+        handle = self.client.get_workflow_handle(workflow_id_for(plan_id))
         page: LogPage = await handle.query("events", args=[0, 1], result_type=LogPage)
         since = page.segment_offset
         entries = list(stored[:since])
+        if len(entries) < since:
+            # The run mirrored (and let go of) more entries since the store was read.
+            entries += await self.store.read_run_log(
+                plan_id, start=len(entries), limit=since - len(entries)
+            )
         while True:
             page = await handle.query("events", args=[since, 2000], result_type=LogPage)
             entries.extend(page.entries)

@@ -42,11 +42,13 @@ from orchestration.run.log import LogEntry
 from orchestration.store.base import PlanStore
 from orchestration.types import RawPlanView
 
-__all__ = ["CHECK_ARGS", "LOAD_LOG", "LOAD_PLAN", "RunServices", "ToolShapes"]
+__all__ = ["CHECK_ARGS", "KEEP_LOG", "LOAD_LOG", "LOAD_PLAN", "RunServices", "ToolShapes"]
 
 LOAD_PLAN = "orchestration.load_plan"
 LOAD_LOG = "orchestration.load_log"
 CHECK_ARGS = "orchestration.check_args"
+KEEP_LOG = "orchestration.keep_log"
+"""Registered (by :mod:`workflows.runlog`) when a replay rebuilds the log: hold all of it."""
 
 T = TypeVar("T")
 

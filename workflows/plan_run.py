@@ -96,7 +96,7 @@ with workflow.unsafe.imports_passed_through():
         VERSIONING_BEHAVIOR,
         current_build,
     )
-    from workflows.externs import CHECK_ARGS
+    from workflows.externs import CHECK_ARGS, KEEP_LOG
     from workflows.gate import NO_INPUT, admit, approved_digest, decode, load_view
     from workflows.port import WorkflowPort, fast_tools, iso
     from workflows.segment import PAGE_LIMIT, Segment
@@ -140,7 +140,9 @@ class PlanRun:
         self._build = current_build()
         request = decode(input)
         self._heartbeat_seconds = request.settings.heartbeat_seconds
-        self._segment = Segment(request.plan_id or "")
+        self._segment = Segment(
+            request.plan_id or "", keep_all=KEEP_LOG in workflow.extern_functions()
+        )
         loaded = load_view(request)
         # A batch loads the plan by reference from the worker's store: a plan given inline
         # (a service without the store) keeps its maps in the run.

@@ -32,7 +32,7 @@ from temporalio.worker import (
 
 from orchestration.run.log import LogEntry
 from orchestration.store.base import PlanStore
-from workflows.externs import RunServices
+from workflows.externs import KEEP_LOG, RunServices
 from workflows.plan_run import PlanRun
 from workflows.signatures import SignedApprovalsOnly, verified_signatures
 
@@ -50,6 +50,8 @@ class _Capture(Interceptor):
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
         sink, offset = self.sink, self.offset
+        # The log is the point: the run holds every entry, mirrored or not.
+        input.unsafe_extern_functions[KEEP_LOG] = lambda: True
 
         class Inbound(WorkflowInboundInterceptor):
             async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:

@@ -46,6 +46,7 @@ PAGE_LIMIT = 2000
 _PAGE_BYTES = 1_000_000
 _MIRROR_EVERY = 4000
 _MIRROR_CHUNK = 2000
+_LET_GO_AFTER = 8000
 
 
 class Segment:
@@ -57,15 +58,18 @@ class Segment:
     Attributes:
         plan_id: The plan whose run record the segment is mirrored into.
         log: The entries this execution recorded, in order.
-        offset: The global index of the segment's first entry (entries recorded before it).
+        offset: The global index of the first entry held (entries before it are in the plan
+            store: earlier executions', and this one's once many are mirrored).
         mirrored: How far (global index) the run's log is in the plan store.
         number: Which execution of the run this is (1 for the first).
         counts: Settlements so far, this segment's and earlier ones', by status.
+        keep_all: Hold every entry recorded, mirrored or not (a rebuild from history).
 
     """
 
-    def __init__(self, plan_id: str) -> None:
+    def __init__(self, plan_id: str, *, keep_all: bool = False) -> None:
         self.plan_id = plan_id
+        self.keep_all = keep_all
         self.log: list[LogEntry] = []
         self.offset = 0
         self.mirrored = 0
@@ -148,6 +152,22 @@ class Segment:
                 start_to_close_timeout=LOCAL_TIMEOUT,
             )
             self.mirrored = start + len(chunk)
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """Drop the entries the store holds once they are many, so memory stays bounded.
+
+        A long run (a map of 10,000 items logs some 110,000 entries) would otherwise hold its
+        whole log, and the garbage collector's passes over it grow with it until one outlasts
+        the SDK's two-second deadlock limit. The store has every dropped entry: the ``events``
+        query pages from :attr:`offset` (readers take what is before it from the store). A
+        rebuild of the log from history (:mod:`workflows.runlog`) sets :attr:`keep_all`.
+        """
+        held = self.mirrored - self.offset
+        if held < _LET_GO_AFTER or self.keep_all:
+            return
+        del self.log[:held]
+        self.offset = self.mirrored
 
     def page(self, since: int, limit: int, *, done: bool) -> LogPage:
         """Entries from global index ``since`` (this segment's), at most ``limit``, under 1 MB.
