@@ -121,3 +121,43 @@ class HandDiamonds:
             await _call(f"f{i}")
             await asyncio.gather(_call(f"l{i}"), _call(f"r{i}"))
         return n
+
+
+@workflow.defn(name="HandBatch")
+class HandBatch:
+    """A child of ``HandMap``: two calls per item, one item after another (local activities)."""
+
+    @workflow.run
+    async def run(self, items: list[str]) -> int:
+        for item in items:
+            await _local(f"peek-{item}", "quick")
+            await _local(f"seal-{item}", "quick")
+        return len(items)
+
+
+@workflow.defn(name="HandMap")
+class HandMap:
+    """A call, then n items in children of 100 (50 children at once), then a call after them.
+
+    What a Temporal developer writes by hand for a large fan-out: the parent holds one child per
+    batch instead of every item's activities.
+    """
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        await _call("list")
+        window = asyncio.Semaphore(50)
+        names = [f"f{i}" for i in range(n)]
+        parent = workflow.info().workflow_id
+
+        async def batch(k: int, items: list[str]) -> int:
+            async with window:
+                done: int = await workflow.execute_child_workflow(
+                    "HandBatch", items, id=f"{parent}/b{k}", result_type=int
+                )
+                return done
+
+        chunks = [names[i : i + 100] for i in range(0, n, 100)]
+        await asyncio.gather(*(batch(k, chunk) for k, chunk in enumerate(chunks)))
+        await _call("after")
+        return n
