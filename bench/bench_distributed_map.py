@@ -3,8 +3,9 @@
 One dev server, one worker, one SQLite plan store. (a) is a plan: a call lists ``n`` files, a map
 runs a two-call body over them, 50 items at a time, then one call; with the default settings its
 items run in batches of 100 as ``PlanBatch`` children (the body's tool is short: local
-activities). (b) is ``HandMap`` (``bench/handwritten.py``): the same calls, 100 items per
-``HandBatch`` child, 50 children at once. Alternating pairs after a warm-up of each at 2,000
+activities; the tools and settings are ``bench_runtime.py``'s, plus one that lists the files).
+(b) is ``HandMap`` (``bench/handwritten.py``): the same calls, 100 items per ``HandBatch``
+child, 50 children at once. Alternating pairs after a warm-up of each at 2,000
 items; the median of (a)/(b) with its range.
 ``python bench/bench_distributed_map.py [items, default 10000] [pairs, default 2]`` (a pair of
 10,000-item runs takes about 10 minutes on the 2-core machine CI uses).
@@ -24,33 +25,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_runtime import OUT, SETTINGS, TOOLS  # noqa: E402
 from handwritten import HandBatch, HandMap  # noqa: E402
 
 from orchestration.exiting import exit_process  # noqa: E402
 from orchestration.plan.encoding import NodeRef  # noqa: E402
-from orchestration.run.messages import PlanRunResult, RunSettings  # noqa: E402
+from orchestration.run.messages import PlanRunResult  # noqa: E402
 from orchestration.store.sqlite import SqlitePlanStore  # noqa: E402
 from orchestration.testing import PlanSketch, approve_into  # noqa: E402
-from orchestration.tools.toolbox import Toolbox  # noqa: E402
-from orchestration.types import NumberField, RawPlanView, StringField  # noqa: E402
+from orchestration.types import NumberField, RawPlanView  # noqa: E402
 from workers.devserver import DevServer  # noqa: E402
 from workers.logging import configure_logging  # noqa: E402
 from workers.runs import TemporalRuns  # noqa: E402
 from workers.worker import build_worker, connect  # noqa: E402
-
-TOOLS = Toolbox()
-OUT = [StringField(path="value")]
-SETTINGS = RunSettings(search_attributes=False)
-
-
-@TOOLS.tool("noop")
-async def noop() -> str:
-    return "ok"
-
-
-@TOOLS.tool("quick", short=True)
-async def quick() -> str:
-    return "ok"
 
 
 @TOOLS.tool("files")

@@ -26,8 +26,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestration.plan.graph import PlanGraph, reachable
+from orchestration.types import LoopDefinition, MapDefinition, PlanNode
 
-__all__ = ["BODY_HANDLES", "MapRegion", "WorstCase", "map_bodies", "worst_case"]
+__all__ = [
+    "BODY_HANDLES",
+    "MapRegion",
+    "WorstCase",
+    "map_bodies",
+    "region_repeats",
+    "worst_case",
+]
 
 BODY_HANDLES = {"map": "item", "loop": "body"}
 """The handle of the edges into a region's body, by the region node's kind."""
@@ -65,6 +73,22 @@ class WorstCase:
 
     steps: int
     regions: tuple[MapRegion, ...]
+
+
+def region_repeats(graph: PlanGraph, nodes: Mapping[str, PlanNode]) -> dict[int, int]:
+    """Each map node's ``maxItems`` and each loop node's ``maxIterations``, by index.
+
+    What :func:`worst_case` multiplies each body by.
+    """
+    repeats: dict[int, int] = {}
+    for index, kind in enumerate(graph.kinds):
+        if kind in BODY_HANDLES:
+            definition = nodes[graph.ids[index]].definition
+            if isinstance(definition, MapDefinition):
+                repeats[index] = definition.max_items
+            elif isinstance(definition, LoopDefinition):
+                repeats[index] = definition.max_iterations
+    return repeats
 
 
 def map_bodies(graph: PlanGraph, order: Sequence[int]) -> dict[int, tuple[int, ...]]:

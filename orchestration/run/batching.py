@@ -44,7 +44,7 @@ import ormsgpack
 from pydantic import Field, PrivateAttr
 
 from orchestration.plan.graph import topological_order
-from orchestration.plan.maps import BODY_HANDLES, worst_case
+from orchestration.plan.maps import region_repeats, worst_case
 from orchestration.run.checkpoint import Checkpoint, node_reads
 from orchestration.run.engine.compiled import CompiledPlan
 from orchestration.run.log import (
@@ -63,8 +63,6 @@ from orchestration.run.log import (
 from orchestration.types import (
     EncodableValue,
     InputNode,
-    LoopNode,
-    MapNode,
     ReasonNode,
     UsageTotals,
     WireModel,
@@ -142,16 +140,8 @@ def batch_facts(plan: CompiledPlan, map_id: str, gated: frozenset[str]) -> Batch
     order = topological_order(graph)
     if order is None:
         return None
-    max_items: dict[int, int] = {}
-    for index, kind in enumerate(graph.kinds):
-        if kind in BODY_HANDLES:
-            node = plan.nodes[graph.ids[index]]
-            if isinstance(node, MapNode):
-                max_items[index] = node.definition.max_items
-            elif isinstance(node, LoopNode):
-                max_items[index] = node.definition.max_iterations
     target = graph.index[map_id]
-    worst = worst_case(graph, order, graph.index[plan.entry.id], max_items)
+    worst = worst_case(graph, order, graph.index[plan.entry.id], region_repeats(graph, plan.nodes))
     region = next((r for r in worst.regions if r.node == target), None)
     if region is None:
         return None
@@ -324,7 +314,3 @@ def unsettled(entries: Sequence[LogEntry]) -> list[int]:
             live.pop(entry.frame, None)
     return list(live)
 
-
-def log_bytes(entries: Sequence[LogEntry]) -> int:
-    """The JSON size of ``entries`` (for tests and benchmarks)."""
-    return len(LOG_ADAPTER.dump_json(list(entries)))

@@ -22,10 +22,10 @@ size a run decides, and is checked exactly as before.
 
 from __future__ import annotations
 
-from orchestration.plan.maps import BODY_HANDLES, worst_case
+from orchestration.plan.maps import BODY_HANDLES, region_repeats, worst_case
 from orchestration.review.validation.context import CheckContext
 from orchestration.review.validation.issues import blocking, quote_list
-from orchestration.types import LoopDefinition, MapDefinition, PlanIssue
+from orchestration.types import PlanIssue
 
 __all__ = ["check_maps"]
 
@@ -138,14 +138,7 @@ def _worst_case(ctx: CheckContext, bodies: dict[int, tuple[int, ...]]) -> list[P
     graph = structure.graph
     if structure.entry is None or structure.order is None:
         return []
-    max_items: dict[int, int] = {}
-    for node, kind in enumerate(graph.kinds):
-        if kind in BODY_HANDLES:
-            definition = ctx.by_id[graph.ids[node]].definition
-            if isinstance(definition, MapDefinition):
-                max_items[node] = definition.max_items
-            elif isinstance(definition, LoopDefinition):
-                max_items[node] = definition.max_iterations
+    max_items = region_repeats(graph, ctx.by_id)
     worst = worst_case(graph, structure.order, structure.entry, max_items)
     limit = ctx.view.bounds.max_steps
     if worst.steps <= limit or not worst.regions:

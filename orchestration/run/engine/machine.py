@@ -587,7 +587,7 @@ class RunEngine:
             if run.taken not in run.returned:
                 self._batch_turns.popleft()
                 continue
-            key, result = cast(tuple[str, BatchResult], run.returned.pop(run.taken))
+            key, result = run.returned.pop(run.taken)
             del self._batch_running[key]
             run.taken += 1
             spliced = self._take_batch(run, run.taken - 1, result, at)

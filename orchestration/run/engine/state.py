@@ -13,7 +13,7 @@ barriers) per frame instead of a graph search per settlement.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestration.run.budgets import Spend
 from orchestration.run.engine.compiled import JoinFacts
@@ -22,6 +22,9 @@ from orchestration.run.log import AskedRound
 from orchestration.run.routes import Route
 from orchestration.run.tables import FrameTable
 from orchestration.types import ArtifactHandle, OutputItem, PlanNode
+
+if TYPE_CHECKING:  # batching reads this module's frames: a type only, not an import cycle
+    from orchestration.run.batching import BatchResult
 
 __all__ = ["Barrier", "Frame", "ItemRun", "Items", "LoopRun", "MapRun"]
 
@@ -204,7 +207,7 @@ class MapRun:
         self.batches: list[tuple[int, int]] | None = None
         self.next_batch = 0
         self.taken = 0
-        self.returned: dict[int, object] = {}
+        self.returned: dict[int, tuple[str, BatchResult]] = {}
 
     @property
     def end(self) -> int:
